@@ -1,0 +1,199 @@
+package cosmostest
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SessionTokenForm selects how x-ms-session-token renders a range's LSN.
+type SessionTokenForm int
+
+const (
+	// SessionTokenSimple is "{range}:{lsn}", e.g. "0:12".
+	SessionTokenSimple SessionTokenForm = iota
+	// SessionTokenVersioned is "{range}:-1#{lsn}", e.g. "0:-1#12" (the default).
+	SessionTokenVersioned
+	// SessionTokenVector is the multi-region form
+	// "{range}:{version}#{globalLSN}#{region}={localLSN}#…", e.g.
+	// "0:1#12#1=10#2=9". The global LSN (second segment) is the range's LSN;
+	// the regional LSNs are lsn-2 and lsn-3 (not below 0), so a reader that
+	// takes a regional value instead of the global one gets a wrong answer.
+	SessionTokenVector
+)
+
+func (s *Server) sessionTokenLocked(r *pkRange) string {
+	return r.id + ":" + formatSessionLSN(s.sessionForm, r.lsn)
+}
+
+func formatSessionLSN(f SessionTokenForm, lsn int64) string {
+	switch f {
+	case SessionTokenSimple:
+		return strconv.FormatInt(lsn, 10)
+	case SessionTokenVector:
+		return fmt.Sprintf("1#%d#1=%d#2=%d", lsn, max(lsn-2, 0), max(lsn-3, 0))
+	default:
+		return "-1#" + strconv.FormatInt(lsn, 10)
+	}
+}
+
+// changeFeedReply serves GET …/docs with A-IM: Incremental feed for one
+// physical range (x-ms-documentdb-partitionkeyrangeid), optionally narrowed
+// to an EPK sub-range, or for one logical partition (partition key header).
+func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
+	pageSize, rep := maxItemCount(r)
+	if rep != nil {
+		return rep
+	}
+	pkValue, hasPK, rep := partitionKeyHeader(r)
+	if rep != nil {
+		return rep
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, rep := s.lookupLocked(dbID, collID)
+	if rep != nil {
+		return rep
+	}
+
+	var (
+		pr      *pkRange
+		lo, hi  string
+		onlyEPK string // set when reading one logical partition
+	)
+	rangeID := r.Header.Get(hdrPartitionKeyRangeID)
+	switch {
+	case rangeID != "":
+		known, ok := c.allRanges[rangeID]
+		if !ok {
+			return notFound("partition key range " + rangeID + " does not exist")
+		}
+		if known.gone {
+			return partitionGone(rangeID)
+		}
+		pr, lo, hi = known, known.min, known.max
+	case hasPK:
+		onlyEPK = epkOf(pkValue)
+		pr = c.rangeForEPKLocked(onlyEPK)
+		lo, hi = pr.min, pr.max
+	default:
+		return badRequest("a change feed read needs the %s or the %s header", hdrPartitionKeyRangeID, hdrPartitionKey)
+	}
+
+	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := r.Header.Get(hdrStartEPK), r.Header.Get(hdrEndEPK)
+		if end == "" || start >= end {
+			return badRequest("the EPK range [%q, %q) is empty", start, end)
+		}
+		if start < pr.min || end > pr.max {
+			return badRequest("the EPK range [%q, %q) is not within partition key range %s [%q, %q)", start, end, pr.id, pr.min, pr.max)
+		}
+		lo, hi = start, end
+	}
+
+	inm := r.Header.Get("If-None-Match")
+	var after int64
+	switch inm {
+	case "":
+	case "*":
+		return notModified(`"`+strconv.FormatInt(pr.lsn, 10)+`"`, s.sessionTokenLocked(pr))
+	default:
+		n, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("invalid If-None-Match %q for a change feed read: expected a quoted LSN", inm)
+		}
+		after = n
+	}
+
+	var changed []*item
+	for _, it := range c.items {
+		if it.lsn <= after || !epkInRange(it.epk, lo, hi) || (onlyEPK != "" && it.epk != onlyEPK) {
+			continue
+		}
+		changed = append(changed, it)
+	}
+	if len(changed) == 0 {
+		etag := inm
+		if etag == "" {
+			etag = `"` + strconv.FormatInt(pr.lsn, 10) + `"`
+		}
+		return notModified(etag, s.sessionTokenLocked(pr))
+	}
+	sort.Slice(changed, func(i, j int) bool {
+		if changed[i].lsn != changed[j].lsn {
+			return changed[i].lsn < changed[j].lsn
+		}
+		return changed[i].doc["id"].(string) < changed[j].doc["id"].(string)
+	})
+	if len(changed) > pageSize {
+		changed = changed[:pageSize]
+	}
+	docs := make([]map[string]any, len(changed))
+	for i, it := range changed {
+		docs[i] = it.doc // marshalled under the lock below, never handed out
+	}
+	out := jsonReply(http.StatusOK, chargeChangeFeed*float64(len(docs)), map[string]any{
+		"_rid":      c.rid,
+		"Documents": docs,
+		"_count":    len(docs),
+	})
+	out.header.Set("etag", `"`+strconv.FormatInt(changed[len(changed)-1].lsn, 10)+`"`)
+	out.header.Set(hdrSessionToken, s.sessionTokenLocked(pr))
+	out.header.Set(hdrItemCount, strconv.Itoa(len(docs)))
+	return out
+}
+
+func notModified(etag, sessionToken string) *reply {
+	out := newReply(http.StatusNotModified, chargeChangeFeed)
+	out.header.Set("etag", etag)
+	out.header.Set(hdrSessionToken, sessionToken)
+	out.header.Set(hdrItemCount, "0")
+	return out
+}
+
+// pkRangesReply lists the live physical ranges. The etag changes with every
+// split or merge; If-None-Match with the current etag answers 304. An
+// incremental (A-IM) read returns the full current set rather than a delta.
+func (s *Server) pkRangesReply(r *http.Request, dbID, collID string) *reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, rep := s.lookupLocked(dbID, collID)
+	if rep != nil {
+		return rep
+	}
+	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		out := newReply(http.StatusNotModified, chargeMetadata)
+		out.header.Set("etag", etag)
+		return out
+	}
+	list := make([]map[string]any, len(c.ranges))
+	for i, pr := range c.ranges {
+		parents := append([]string{}, pr.parents...)
+		list[i] = map[string]any{
+			"_rid":                    pr.rid,
+			"id":                      pr.id,
+			"_etag":                   `"` + pr.rid + `"`,
+			"minInclusive":            pr.min,
+			"maxExclusive":            pr.max,
+			"ridPrefix":               i,
+			"_self":                   "dbs/" + c.db.rid + "/colls/" + c.rid + "/pkranges/" + pr.rid + "/",
+			"throughputFraction":      1 / float64(len(c.ranges)),
+			"status":                  "online",
+			"parents":                 parents,
+			"ownedArchivalPKRangeIds": []string{},
+			"_ts":                     c.ts,
+			"_lsn":                    pr.lsn,
+		}
+	}
+	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{
+		"_rid":               c.rid,
+		"PartitionKeyRanges": list,
+		"_count":             len(list),
+	})
+	out.header.Set("etag", etag)
+	out.header.Set(hdrItemCount, strconv.Itoa(len(list)))
+	return out
+}

@@ -1,0 +1,91 @@
+// Package cosmostest runs an in-process Azure Cosmos DB account that speaks
+// enough of the REST protocol, faithfully, to test change feed lag
+// estimation: LSNs, the incremental change feed, session tokens, physical
+// partition key ranges with splits and merges, lease documents of the real
+// change feed processors, and master-key / Entra ID authorization.
+//
+// It follows net/http/httptest: NewServer starts a server on loopback, the
+// test configures it (databases, containers, items, faults) through Go
+// calls, hands its URL and key (or ConnectionString) to the code under test,
+// and calls Close, which leaves no goroutine behind. Nothing is global; two
+// servers are two accounts.
+//
+//	srv := cosmostest.NewServer()
+//	defer srv.Close()
+//	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+//	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
+//	_ = data.WriteItems("tenant-1", 10)
+//	proc := cosmostest.NewProcessor("orders", data, leases, cosmostest.DotNetV0)
+//	tokens, _ := proc.CreateLeases(false) // lag = every item
+//	// … point the scaler at srv.ConnectionString() …
+//
+// # What is modelled
+//
+//   - Endpoints: GET / (account, listing its own URL as the only readable and
+//     writable location "Local"), GET /dbs/{db}, GET /dbs/{db}/colls/{coll},
+//     GET …/pkranges (etag, 304 on If-None-Match, A-IM accepted), POST …/docs
+//     as query (application/query+json), create and upsert
+//     (x-ms-documentdb-is-upsert), PUT/GET/DELETE …/docs/{id} (If-Match and
+//     Prefer: return=minimal honoured), and the incremental change feed
+//     (GET …/docs with A-IM: Incremental feed). Paths are by id
+//     (name-based routing); _rid paths also resolve, signed as sent.
+//   - Authorization: master-key HMAC signatures over verb, resource type,
+//     resource link and x-ms-date, checked exactly, with a clock-skew window;
+//     "type=aad" tokens through a pluggable verifier. Failures answer 401 with
+//     a Cosmos-style body. Keys and tokens are never logged or echoed.
+//   - Data: items with id, _rid, _self, _etag, _ts and _lsn. Each physical
+//     range has its own LSN, advanced by every write and delete in it. The
+//     change feed is latest-version: an item appears once, at its latest LSN,
+//     ordered by _lsn; deletes do not appear. _lsn is only returned by the
+//     change feed, as by the service.
+//   - Change feed: If-None-Match absent (from the beginning), "*" (from now,
+//     304 with the current LSN as etag) or a quoted LSN; x-ms-max-item-count;
+//     x-ms-documentdb-partitionkeyrangeid (404 if the id never existed, 410 with
+//     substatus 1002 after a split or merge); EPK sub-range reads
+//     (x-ms-read-key-type: EffectivePartitionKeyRange, x-ms-start-epk,
+//     x-ms-end-epk; 400 unless within the range). 200 carries etag = the last
+//     document's _lsn and x-ms-session-token = "{range}:{form of the range's
+//     LSN}" in the simple, versioned ("-1#") or vector form
+//     (SetSessionTokenForm); 304 echoes the request's etag.
+//   - Queries: SELECT * FROM c with an optional WHERE of STARTSWITH(c.id, …)
+//     terms (parameter or literal) joined by AND / OR and parentheses; anything
+//     else is 400. Cross-partition queries need
+//     x-ms-documentdb-query-enablecrosspartition when the container has more
+//     than one range. Results are ordered by id and paged by
+//     x-ms-max-item-count (absent or -1: 100, at most 1000) with an opaque
+//     x-ms-continuation.
+//   - Topology: Split divides a range at the midpoint of its EPK span into two
+//     children with new ids whose LSNs start at the parent's; Merge joins two
+//     adjacent ranges into one child whose LSN starts at the larger parent LSN.
+//   - Faults and observation: InjectFault (status + substatus, 429 with
+//     x-ms-retry-after-ms, latency, malformed body, dropped connection) by
+//     request kind and range, for N requests or always; SetLatency; a request
+//     log (Requests, Count) that records every request, including faulted and
+//     unauthorized ones.
+//   - Processors: Processor writes lease documents exactly as the .NET v3
+//     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library processors
+//     do, with their id layouts and .info / .lock documents, and moves
+//     checkpoints, owners and split leases.
+//   - Entra ID: TokenIssuer is an HTTPS OAuth2 authority (own throw-away CA)
+//     that azidentity accepts for client-secret and workload-identity
+//     credentials; its Verifier plugs into WithTokenVerifier.
+//
+// # What is not modelled
+//
+//   - Effective partition keys are not the service's MurmurHash3 values:
+//     epk = the first 16 bytes of SHA-256 over the value's JSON, as 32
+//     uppercase hex digits. Only their ordering and containment in range
+//     bounds matter, and those follow the real rules (ordinal comparison,
+//     "" = minimum, "FF" = maximum). Only single-path partition keys.
+//   - Item ids are unique per container, not per logical partition.
+//   - No multi-region replication (the vector session token is synthetic),
+//     no consistency levels, no throughput or real request-charge accounting
+//     (charges are plausible constants), no TTL expiry, no indexing, no
+//     stored procedures, triggers, users, permissions, offers, batches or
+//     patch. Databases and containers are created through Go calls only, not
+//     over REST. The change feed has no "all versions and deletes" mode and
+//     no start-time (If-Modified-Since) reads; A-IM reads of pkranges return
+//     the full set, not a delta.
+//   - Splits and merges are instantaneous (no 410/1007 "completing split"
+//     window unless injected as a fault).
+package cosmostest

@@ -1,0 +1,118 @@
+package cosmostest
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Fault describes a failure the server injects into matching requests.
+// A request matches when Kind is "" or its kind, and RangeID is "" or the
+// request's x-ms-documentdb-partitionkeyrangeid. The first matching fault
+// (in injection order) applies; it is spent after Times requests (0 = never).
+//
+// Note on DropConnection: Go's http.Transport silently retries an idempotent
+// request (GET, or one with GetBody) once when a reused keep-alive connection
+// closes without an answer. To make a client see the drop, use Times >= 2 or
+// 0, or a fresh connection.
+type Fault struct {
+	Kind           RequestKind   // "" = any kind
+	RangeID        string        // "" = any range
+	Status         int           // e.g. 410, 429, 500, 503
+	SubStatus      int           // sent as x-ms-substatus when non-zero, e.g. 1002, 1007
+	RetryAfter     time.Duration // sent as x-ms-retry-after-ms (for 429)
+	Times          int           // requests it hits; 0 = always
+	Latency        time.Duration // waited before answering; honours the request context
+	MalformedBody  bool          // 200 with a truncated JSON body
+	DropConnection bool          // close the connection without answering
+}
+
+type activeFault struct {
+	Fault
+	remaining int
+	removed   bool
+}
+
+// InjectFault adds a fault; the returned function removes it (idempotent).
+func (s *Server) InjectFault(f Fault) (remove func()) {
+	af := &activeFault{Fault: f, remaining: f.Times}
+	s.mu.Lock()
+	s.faults = append(s.faults, af)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		af.removed = true
+		for i, x := range s.faults {
+			if x == af {
+				s.faults = append(s.faults[:i], s.faults[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// takeFault returns the first live fault matching the request and counts it down.
+func (s *Server) takeFault(kind RequestKind, rangeID string) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return takeFault(&s.faults, kind, rangeID)
+}
+
+func takeFault(faults *[]*activeFault, kind RequestKind, rangeID string) (Fault, bool) {
+	for i, f := range *faults {
+		if f.removed || (f.Kind != "" && f.Kind != kind) || (f.RangeID != "" && f.RangeID != rangeID) {
+			continue
+		}
+		if f.Times > 0 {
+			f.remaining--
+			if f.remaining <= 0 {
+				f.removed = true
+				*faults = append((*faults)[:i], (*faults)[i+1:]...)
+			}
+		}
+		return f.Fault, true
+	}
+	return Fault{}, false
+}
+
+var statusCodes = map[int]string{
+	http.StatusBadRequest:          "BadRequest",
+	http.StatusUnauthorized:        "Unauthorized",
+	http.StatusForbidden:           "Forbidden",
+	http.StatusNotFound:            "NotFound",
+	http.StatusRequestTimeout:      "RequestTimeout",
+	http.StatusConflict:            "Conflict",
+	http.StatusGone:                "Gone",
+	http.StatusPreconditionFailed:  "PreconditionFailed",
+	http.StatusTooManyRequests:     "TooManyRequests",
+	http.StatusInternalServerError: "InternalServerError",
+	http.StatusServiceUnavailable:  "ServiceUnavailable",
+}
+
+func faultReply(f Fault) *reply {
+	code := statusCodes[f.Status]
+	if code == "" {
+		code = http.StatusText(f.Status)
+	}
+	msg := "injected fault"
+	switch {
+	case f.Status == http.StatusGone && f.SubStatus == subStatusPartitionKeyRangeGone:
+		msg = "PartitionKeyRangeGone: the partition key range is gone (injected)"
+	case f.Status == http.StatusGone && f.SubStatus == subStatusCompletingSplit:
+		msg = "CompletingSplit: the partition key range is completing a split or merge (injected)"
+	case f.Status == http.StatusTooManyRequests:
+		msg = "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later (injected)"
+	}
+	rep := errorReply(f.Status, f.SubStatus, code, msg)
+	if f.Status == http.StatusTooManyRequests || f.RetryAfter > 0 {
+		rep.header.Set(hdrRetryAfterMs, strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
+	}
+	return rep
+}
+
+func malformedReply() *reply {
+	rep := newReply(http.StatusOK, chargeQuery)
+	rep.body = []byte(`{"_rid":"x","Documents":[{"id":"trunc`)
+	return rep
+}

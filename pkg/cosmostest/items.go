@@ -1,0 +1,278 @@
+package cosmostest
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Errors of item writes; the REST handlers map them to status codes.
+var (
+	ErrConflict      = errors.New("cosmostest: an item with this id already exists")
+	ErrNotFound      = errors.New("cosmostest: item not found")
+	ErrInvalidItem   = errors.New("cosmostest: invalid item")
+	errPKMismatch    = errors.New("the partition key in the header does not match the document's")
+	errPKUndefinable = errors.New("cannot generate distinct items for a container partitioned by /id with one partition key value")
+)
+
+// Upsert stores doc as the latest version of the item with its "id",
+// advancing the LSN of the physical range that owns the item's partition
+// key. It sets _rid, _self, _etag, _attachments, _ts and _lsn and returns
+// the stored document.
+func (c *Container) Upsert(doc map[string]any) (map[string]any, error) {
+	cp, err := copyDoc(doc)
+	if err != nil {
+		return nil, err
+	}
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.writeLocked(cp, writeUpsert)
+}
+
+// Get returns the stored item with that id, including system properties and _lsn.
+func (c *Container) Get(id string) (map[string]any, bool) {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := c.items[id]
+	if !ok {
+		return nil, false
+	}
+	return mustCopy(it.doc), true
+}
+
+// Delete removes the item; like every write it advances its range's LSN.
+// Deleted items do not appear in the (latest-version) change feed.
+func (c *Container) Delete(id string) bool {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.deleteLocked(id)
+}
+
+// Items returns every stored item, ordered by id.
+func (c *Container) Items() []map[string]any {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]map[string]any, 0, len(c.items))
+	for _, it := range c.sortedItemsLocked() {
+		out = append(out, mustCopy(it.doc))
+	}
+	return out
+}
+
+// WriteItems writes n new items whose partition key is partitionKey. Ids are
+// generated ("item-00000001", …) and never reuse an existing id.
+func (c *Container) WriteItems(partitionKey string, n int) error {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.pkRaw == "/id" && n > 1 {
+		return fmt.Errorf("write %d items to %s: %w", n, c.id, errPKUndefinable)
+	}
+	for i := 0; i < n; i++ {
+		id := c.nextItemIDLocked()
+		if c.pkRaw == "/id" {
+			id = partitionKey
+		}
+		doc := map[string]any{"id": id, "seq": float64(c.genSeq)}
+		setPath(doc, c.pkPath, partitionKey)
+		if _, err := c.writeLocked(doc, writeUpsert); err != nil {
+			return fmt.Errorf("write item %d of %d to %s: %w", i+1, n, c.id, err)
+		}
+	}
+	return nil
+}
+
+// WriteItemsToRange writes n new items whose EPK falls in the live range.
+// Their partition key values are generated ("pk-17", …) by trying values
+// until one hashes into the range.
+func (c *Container) WriteItemsToRange(rangeID string, n int) error {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := c.liveRangeLocked(rangeID)
+	if r == nil {
+		return fmt.Errorf("write items to range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
+	}
+	for i := 0; i < n; i++ {
+		var pk string
+		for tries := 0; ; tries++ {
+			if tries > 1<<22 {
+				return fmt.Errorf("write items to range %q of %s: no partition key value found for [%q, %q)", rangeID, c.id, r.min, r.max)
+			}
+			c.genSeq++
+			pk = fmt.Sprintf("pk-%d", c.genSeq)
+			if epkInRange(epkOf(pk), r.min, r.max) {
+				break
+			}
+		}
+		id := c.nextItemIDLocked()
+		if c.pkRaw == "/id" {
+			id = pk
+		}
+		doc := map[string]any{"id": id, "seq": float64(c.genSeq)}
+		setPath(doc, c.pkPath, pk)
+		if _, err := c.writeLocked(doc, writeUpsert); err != nil {
+			return fmt.Errorf("write item %d of %d to range %q of %s: %w", i+1, n, rangeID, c.id, err)
+		}
+	}
+	return nil
+}
+
+func (c *Container) nextItemIDLocked() string {
+	for {
+		c.genSeq++
+		id := fmt.Sprintf("item-%08d", c.genSeq)
+		if _, taken := c.items[id]; !taken {
+			return id
+		}
+	}
+}
+
+type writeMode int
+
+const (
+	writeUpsert writeMode = iota
+	writeCreate
+	writeReplace
+)
+
+// writeLocked stores doc (a private copy) as the newest version of its item.
+func (c *Container) writeLocked(doc map[string]any, mode writeMode) (map[string]any, error) {
+	id, ok := doc["id"].(string)
+	if !ok || id == "" {
+		return nil, fmt.Errorf("%w: the document needs a non-empty string \"id\"", ErrInvalidItem)
+	}
+	if strings.ContainsAny(id, "/\\?#") {
+		return nil, fmt.Errorf("%w: the id %q contains one of the characters / \\ ? #", ErrInvalidItem, id)
+	}
+	pk := getPath(doc, c.pkPath)
+	epk := epkOf(pk)
+	old, exists := c.items[id]
+	switch {
+	case mode == writeCreate && exists:
+		return nil, fmt.Errorf("item %q: %w", id, ErrConflict)
+	case mode == writeReplace && !exists:
+		return nil, fmt.Errorf("item %q: %w", id, ErrNotFound)
+	case exists && old.epk != epk:
+		// Real containers key items by (partition key, id); this server keys
+		// them by id alone, so the same id in another partition is refused.
+		return nil, fmt.Errorf("item %q exists with another partition key value: %w", id, ErrConflict)
+	}
+	r := c.rangeForEPKLocked(epk)
+	r.lsn++
+	c.itemSeq++
+	var rid string
+	if exists {
+		rid, _ = old.doc["_rid"].(string)
+	} else {
+		b, _ := base64.StdEncoding.DecodeString(c.rid)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.itemSeq))
+		rid = strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+	}
+	doc["_rid"] = rid
+	doc["_self"] = "dbs/" + c.db.rid + "/colls/" + c.rid + "/docs/" + rid + "/"
+	doc["_etag"] = newETag()
+	doc["_attachments"] = "attachments/"
+	doc["_ts"] = float64(time.Now().Unix())
+	doc["_lsn"] = float64(r.lsn)
+	c.items[id] = &item{doc: doc, epk: epk, lsn: r.lsn}
+	return mustCopy(doc), nil
+}
+
+func (c *Container) deleteLocked(id string) bool {
+	it, ok := c.items[id]
+	if !ok {
+		return false
+	}
+	c.rangeForEPKLocked(it.epk).lsn++
+	delete(c.items, id)
+	return true
+}
+
+func (c *Container) sortedItemsLocked() []*item {
+	out := make([]*item, 0, len(c.items))
+	for _, it := range c.items {
+		out = append(out, it)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].doc["id"].(string) < out[j].doc["id"].(string) })
+	return out
+}
+
+// newETag mimics the service's quoted, GUID-shaped item etags.
+func newETag() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("\"%x-%x-%x-%x-%x\"", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func getPath(doc map[string]any, path []string) any {
+	var cur any = doc
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur, ok = m[p]
+		if !ok {
+			return nil
+		}
+	}
+	return cur
+}
+
+func setPath(doc map[string]any, path []string, v any) {
+	m := doc
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// copyDoc deep-copies a caller's document through JSON, so stored items never
+// alias caller memory and hold only JSON types.
+func copyDoc(doc map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidItem, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidItem, err)
+	}
+	return out, nil
+}
+
+func mustCopy(doc map[string]any) map[string]any {
+	out, err := copyDoc(doc)
+	if err != nil {
+		panic(err) // stored documents are always valid JSON
+	}
+	return out
+}
+
+// withoutLSN returns a copy without _lsn: the service only exposes _lsn in
+// change feed results, not in point reads or queries.
+func withoutLSN(doc map[string]any) map[string]any {
+	out := make(map[string]any, len(doc))
+	for k, v := range doc {
+		if k != "_lsn" {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,417 @@
+package cosmostest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LeaseFormat is the lease document layout of one change feed processor
+// implementation.
+type LeaseFormat int
+
+const (
+	// DotNetV0 is the .NET v3 SDK (and Azure Functions trigger) lease for a
+	// physical range: "version":0, LeaseToken = range id, FeedRange, Mode.
+	DotNetV0 LeaseFormat = iota
+	// DotNetV1EPK is the .NET v3 SDK lease for an EPK range: "version":1,
+	// LeaseToken = "{min}-{max}".
+	DotNetV1EPK
+	// JavaV0 is the Java v4 SDK lease for a physical range. Its id holds the
+	// database and container names instead of their RIDs; it has no version
+	// and no properties.
+	JavaV0
+	// JavaV1EPK is the Java v4 SDK EPK lease: "version":1, lowercase
+	// feedRange, and a Base64 JSON continuation state.
+	JavaV1EPK
+	// DotNetV2Library is the lease of the .NET change feed processor library
+	// (v2): PartitionId instead of LeaseToken, no version. It predates feed
+	// ranges, so it has neither FeedRange nor Mode.
+	DotNetV2Library
+)
+
+func (f LeaseFormat) String() string {
+	switch f {
+	case DotNetV0:
+		return "DotNetV0"
+	case DotNetV1EPK:
+		return "DotNetV1EPK"
+	case JavaV0:
+		return "JavaV0"
+	case JavaV1EPK:
+		return "JavaV1EPK"
+	case DotNetV2Library:
+		return "DotNetV2Library"
+	}
+	return "LeaseFormat(" + strconv.Itoa(int(f)) + ")"
+}
+
+// epkBased reports whether lease tokens are EPK ranges rather than range ids.
+func (f LeaseFormat) epkBased() bool { return f == DotNetV1EPK || f == JavaV1EPK }
+
+// Processor writes the lease documents a change feed processor would keep in
+// its lease container for a monitored container.
+//
+// Lease documents start unowned (Owner null). CreateLeases(false) writes the
+// state of a processor that has created its leases but not checkpointed yet:
+// ContinuationToken is JSON null, which real processors treat as "read from
+// the beginning" (no If-None-Match), so the lag is every item of the range.
+// CreateLeases(true) checkpoints each lease at the range's current LSN.
+type Processor struct {
+	Name        string     // processor name: the lease prefix starts with it
+	AccountHost string     // host written into lease ids; defaults to the monitored server's Host()
+	Monitored   *Container // the data container
+	Leases      *Container // the lease container, partitioned by /id or /partitionKey
+	Format      LeaseFormat
+}
+
+// NewProcessor describes a processor of the given format.
+func NewProcessor(name string, monitored, leases *Container, format LeaseFormat) *Processor {
+	return &Processor{Name: name, AccountHost: monitored.db.srv.Host(), Monitored: monitored, Leases: leases, Format: format}
+}
+
+// Prefix is "{Name}{AccountHost}_{dbRid}_{collRid}", or with the database
+// and container ids instead of RIDs for JavaV0.
+func (p *Processor) Prefix() string {
+	db, coll := p.Monitored.db.rid, p.Monitored.rid
+	if p.Format == JavaV0 {
+		db, coll = p.Monitored.db.id, p.Monitored.id
+	}
+	return p.Name + p.AccountHost + "_" + db + "_" + coll
+}
+
+// LeaseID is "{Prefix}..{token}".
+func (p *Processor) LeaseID(token string) string { return p.Prefix() + ".." + token }
+
+// ErrLeaseNotFound is returned when the processor has no lease with that token.
+var ErrLeaseNotFound = errors.New("cosmostest: lease not found")
+
+// CreateLeases writes one lease per live physical range of the monitored
+// container plus the "{prefix}.info" and "{prefix}.lock" bookkeeping
+// documents, and returns the lease tokens: range ids for DotNetV0, JavaV0 and
+// DotNetV2Library, "{min}-{max}" for the EPK formats. See Processor for what
+// the continuation holds.
+func (p *Processor) CreateLeases(startFromNow bool) ([]string, error) {
+	ranges := p.Monitored.Ranges()
+	tokens := make([]string, 0, len(ranges))
+	for _, r := range ranges {
+		var cont *int64
+		if startFromNow {
+			lsn := p.Monitored.LSN(r.ID)
+			cont = &lsn
+		}
+		token := r.ID
+		if p.Format.epkBased() {
+			token = r.MinInclusive + "-" + r.MaxExclusive
+		}
+		if err := p.writeLease(token, r.MinInclusive, r.MaxExclusive, cont, ""); err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, token)
+	}
+	if err := p.upsert(map[string]any{"id": p.Prefix() + ".info"}); err != nil {
+		return nil, err
+	}
+	if err := p.upsert(map[string]any{"id": p.Prefix() + ".lock", "ttl": 60}); err != nil {
+		return nil, err
+	}
+	return tokens, nil
+}
+
+// Lease returns the stored lease document.
+func (p *Processor) Lease(token string) (map[string]any, bool) {
+	return p.Leases.Get(p.LeaseID(token))
+}
+
+// Checkpoint sets the lease's continuation to lsn in the format's encoding.
+func (p *Processor) Checkpoint(token string, lsn int64) error {
+	return p.update(token, func(doc map[string]any) error {
+		if p.Format == JavaV1EPK {
+			min, max := p.leaseRange(doc)
+			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, min, max, lsn)
+		} else {
+			doc["ContinuationToken"] = quotedLSN(lsn)
+		}
+		return nil
+	})
+}
+
+// CatchUp checkpoints the lease at the current LSN of its range, so its lag
+// is zero. For EPK leases that is the live range containing the lease's EPK
+// range; a lease spanning several ranges (stale after a split) is an error.
+func (p *Processor) CatchUp(token string) error {
+	lsn, err := p.currentLSN(token)
+	if err != nil {
+		return err
+	}
+	return p.Checkpoint(token, lsn)
+}
+
+// SetOwner sets the lease owner ("" = unowned, written as null).
+func (p *Processor) SetOwner(token, owner string) error {
+	return p.update(token, func(doc map[string]any) error {
+		if owner == "" {
+			doc["Owner"] = nil
+		} else {
+			doc["Owner"] = owner
+		}
+		return nil
+	})
+}
+
+// ReplaceAfterSplit does what a processor does when its lease's range is
+// gone: it deletes the lease and creates unowned child leases that carry the
+// parent's continuation. For range-id formats the children are the live
+// ranges covering the parent's span (their ids become the tokens); for EPK
+// formats they are the parent's EPK range cut at the live range bounds.
+// Range-id leases whose range was merged are refused: real processors then
+// switch to EPK leases, which this helper does not model.
+func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
+	doc, ok := p.Lease(parentToken)
+	if !ok {
+		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, ErrLeaseNotFound)
+	}
+	cont, err := p.continuationLSN(doc)
+	if err != nil {
+		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, err)
+	}
+	var min, max string
+	if p.Format.epkBased() {
+		min, max = p.leaseRange(doc)
+	} else {
+		r, gone, ok := p.Monitored.rangeByID(parentToken)
+		if !ok {
+			return nil, fmt.Errorf("replace lease %q after split: range %w", parentToken, ErrRangeNotFound)
+		}
+		if !gone {
+			return nil, fmt.Errorf("replace lease %q after split: range %s is still live", parentToken, parentToken)
+		}
+		min, max = r.MinInclusive, r.MaxExclusive
+	}
+	type child struct{ token, min, max string }
+	var children []child
+	for _, r := range p.Monitored.Ranges() {
+		if r.MaxExclusive <= min || r.MinInclusive >= max {
+			continue // no overlap
+		}
+		if p.Format.epkBased() {
+			lo, hi := maxStr(min, r.MinInclusive), minStr(max, r.MaxExclusive)
+			children = append(children, child{lo + "-" + hi, lo, hi})
+			continue
+		}
+		if r.MinInclusive < min || r.MaxExclusive > max {
+			return nil, fmt.Errorf("replace lease %q after split: range %s was merged into %s, which a range-id lease cannot follow", parentToken, parentToken, r.ID)
+		}
+		children = append(children, child{r.ID, r.MinInclusive, r.MaxExclusive})
+	}
+	if len(children) == 1 && children[0].token == parentToken {
+		return nil, fmt.Errorf("replace lease %q after split: its range did not split", parentToken)
+	}
+	tokens := make([]string, 0, len(children))
+	for _, c := range children {
+		if err := p.writeLease(c.token, c.min, c.max, cont, ""); err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, c.token)
+	}
+	p.Leases.Delete(p.LeaseID(parentToken))
+	return tokens, nil
+}
+
+func (p *Processor) currentLSN(token string) (int64, error) {
+	if !p.Format.epkBased() {
+		lsn := p.Monitored.LSN(token)
+		if lsn < 0 {
+			return 0, fmt.Errorf("lease %q: range %w", token, ErrRangeNotFound)
+		}
+		return lsn, nil
+	}
+	min, max, ok := strings.Cut(token, "-")
+	if !ok {
+		return 0, fmt.Errorf("lease %q: not an EPK lease token", token)
+	}
+	for _, r := range p.Monitored.Ranges() {
+		if r.MinInclusive <= min && max <= r.MaxExclusive {
+			return p.Monitored.LSN(r.ID), nil
+		}
+	}
+	return 0, fmt.Errorf("lease %q spans more than one physical range", token)
+}
+
+func (p *Processor) update(token string, change func(map[string]any) error) error {
+	doc, ok := p.Lease(token)
+	if !ok {
+		return fmt.Errorf("lease %q of processor %q: %w", token, p.Name, ErrLeaseNotFound)
+	}
+	if err := change(doc); err != nil {
+		return err
+	}
+	doc["timestamp"] = leaseTimestamp()
+	return p.upsert(doc)
+}
+
+// writeLease writes a fresh lease document in the processor's format;
+// cont nil means "no checkpoint yet".
+func (p *Processor) writeLease(token, min, max string, cont *int64, owner string) error {
+	var ownerVal any
+	if owner != "" {
+		ownerVal = owner
+	}
+	var contVal any
+	if cont != nil {
+		if p.Format == JavaV1EPK {
+			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont)
+		} else {
+			contVal = quotedLSN(*cont)
+		}
+	}
+	doc := map[string]any{
+		"id":                p.LeaseID(token),
+		"Owner":             ownerVal,
+		"ContinuationToken": contVal,
+		"timestamp":         leaseTimestamp(),
+	}
+	dotNetRange := map[string]any{"Range": map[string]any{"min": min, "max": max}}
+	switch p.Format {
+	case DotNetV0, DotNetV1EPK:
+		version := 0
+		if p.Format == DotNetV1EPK {
+			version = 1
+		}
+		doc["version"] = version
+		doc["LeaseToken"] = token
+		doc["FeedRange"] = dotNetRange
+		doc["properties"] = map[string]any{}
+		doc["Mode"] = "Incremental Feed"
+	case JavaV0:
+		doc["LeaseToken"] = token
+	case JavaV1EPK:
+		doc["LeaseToken"] = token
+		doc["version"] = 1
+		doc["feedRange"] = map[string]any{"Range": map[string]any{
+			"min": min, "max": max, "isMinInclusive": true, "isMaxInclusive": false,
+		}}
+	case DotNetV2Library:
+		doc["PartitionId"] = token
+		doc["properties"] = map[string]any{}
+	default:
+		return fmt.Errorf("unknown lease format %v", p.Format)
+	}
+	return p.upsert(doc)
+}
+
+// upsert writes a document to the lease container, adding the partitionKey
+// field when the container is partitioned by /partitionKey (real processors
+// then set it to the id).
+func (p *Processor) upsert(doc map[string]any) error {
+	switch p.Leases.pkRaw {
+	case "/id":
+	case "/partitionKey":
+		doc["partitionKey"] = doc["id"]
+	default:
+		return fmt.Errorf("lease container %s is partitioned by %s; processors need /id or /partitionKey", p.Leases.id, p.Leases.pkRaw)
+	}
+	if _, err := p.Leases.Upsert(doc); err != nil {
+		return fmt.Errorf("write lease document %v: %w", doc["id"], err)
+	}
+	return nil
+}
+
+// leaseRange reads the EPK range of a lease document.
+func (p *Processor) leaseRange(doc map[string]any) (min, max string) {
+	key := "FeedRange"
+	if p.Format == JavaV1EPK {
+		key = "feedRange"
+	}
+	fr, _ := doc[key].(map[string]any)
+	r, _ := fr["Range"].(map[string]any)
+	min, _ = r["min"].(string)
+	max, _ = r["max"].(string)
+	return min, max
+}
+
+// continuationLSN decodes the checkpoint of a lease document (nil = none).
+func (p *Processor) continuationLSN(doc map[string]any) (*int64, error) {
+	raw, _ := doc["ContinuationToken"].(string)
+	if raw == "" {
+		return nil, nil
+	}
+	if p.Format == JavaV1EPK {
+		b, err := base64.StdEncoding.DecodeString(raw)
+		if err != nil {
+			return nil, fmt.Errorf("decode Java continuation: %w", err)
+		}
+		var st javaState
+		if err := json.Unmarshal(b, &st); err != nil || len(st.Continuation.Continuation) == 0 {
+			return nil, fmt.Errorf("decode Java continuation state: %v", err)
+		}
+		raw = st.Continuation.Continuation[0].Token
+	}
+	n, err := strconv.ParseInt(strings.Trim(raw, `"`), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("continuation %q is not a quoted LSN", raw)
+	}
+	return &n, nil
+}
+
+func quotedLSN(lsn int64) string { return `"` + strconv.FormatInt(lsn, 10) + `"` }
+
+// The Java v4 processor stores its change feed state as Base64 of this JSON.
+type javaState struct {
+	V            int              `json:"V"`
+	Rid          string           `json:"Rid"`
+	Mode         string           `json:"Mode"`
+	StartFrom    javaStartFrom    `json:"StartFrom"`
+	Continuation javaContinuation `json:"Continuation"`
+}
+
+type javaStartFrom struct {
+	Type string `json:"Type"`
+}
+
+type javaContinuation struct {
+	V            int                 `json:"V"`
+	Rid          string              `json:"Rid"`
+	Continuation []javaCompositeItem `json:"Continuation"`
+	Range        javaRange           `json:"Range"`
+}
+
+type javaCompositeItem struct {
+	Token string    `json:"token"`
+	Range javaRange `json:"range"`
+}
+
+type javaRange struct {
+	Min string `json:"min"`
+	Max string `json:"max"`
+}
+
+func javaContinuationToken(collRID, min, max string, lsn int64) string {
+	r := javaRange{Min: min, Max: max}
+	b, _ := json.Marshal(javaState{
+		V: 1, Rid: collRID, Mode: "INCREMENTAL", StartFrom: javaStartFrom{Type: "BEGINNING"},
+		Continuation: javaContinuation{V: 1, Rid: collRID, Range: r,
+			Continuation: []javaCompositeItem{{Token: quotedLSN(lsn), Range: r}}},
+	})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func leaseTimestamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z") }
+
+func minStr(a, b string) string {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxStr(a, b string) string {
+	if a > b {
+		return a
+	}
+	return b
+}

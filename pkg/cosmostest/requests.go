@@ -1,0 +1,138 @@
+package cosmostest
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// RequestKind classifies a request by what it does on the wire.
+type RequestKind string
+
+// Request kinds. Upserts count as KindCreate (they are a POST to the docs
+// feed, like creates); a plain read feed (GET …/docs without A-IM) is
+// KindReadFeed; anything else the server does not model is KindOther.
+const (
+	KindAccount    RequestKind = "account"
+	KindDatabase   RequestKind = "database"
+	KindContainer  RequestKind = "container"
+	KindPKRanges   RequestKind = "pkranges"
+	KindQuery      RequestKind = "query"
+	KindChangeFeed RequestKind = "changefeed"
+	KindCreate     RequestKind = "create"
+	KindReplace    RequestKind = "replace"
+	KindReadItem   RequestKind = "readitem"
+	KindDelete     RequestKind = "delete"
+	KindToken      RequestKind = "token" // token requests to a TokenIssuer
+	KindReadFeed   RequestKind = "readfeed"
+	KindOther      RequestKind = "other"
+)
+
+// Request is one entry of the request log. Header is a copy of the request
+// headers with the Authorization signature or token removed.
+type Request struct {
+	Kind    RequestKind
+	Method  string
+	Path    string
+	RangeID string // x-ms-documentdb-partitionkeyrangeid, if sent
+	Status  int    // 0 when no answer was written (dropped connection, cancelled request)
+	Header  http.Header
+	At      time.Time
+}
+
+func classify(r *http.Request) RequestKind {
+	segs := pathSegments(r.URL.Path)
+	n := len(segs)
+	switch {
+	case n == 0:
+		return KindAccount
+	case n == 2 && segs[0] == "dbs":
+		return KindDatabase
+	case n == 4 && segs[2] == "colls":
+		return KindContainer
+	case n == 5 && segs[4] == "pkranges":
+		return KindPKRanges
+	case n == 5 && segs[4] == "docs":
+		switch r.Method {
+		case http.MethodPost:
+			if isQuery(r) {
+				return KindQuery
+			}
+			return KindCreate
+		case http.MethodGet:
+			if strings.EqualFold(r.Header.Get(hdrAIM), "Incremental feed") {
+				return KindChangeFeed
+			}
+			return KindReadFeed
+		}
+	case n == 6 && segs[4] == "docs":
+		switch r.Method {
+		case http.MethodGet:
+			return KindReadItem
+		case http.MethodPut:
+			return KindReplace
+		case http.MethodDelete:
+			return KindDelete
+		}
+	}
+	return KindOther
+}
+
+func isQuery(r *http.Request) bool {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	return strings.EqualFold(r.Header.Get(hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+}
+
+// redactedHeader copies h, keeping only the type and version of the
+// Authorization header so that neither keys' signatures nor tokens end up in
+// logs or test output.
+func redactedHeader(h http.Header) http.Header {
+	c := h.Clone()
+	if a := c.Get("Authorization"); a != "" {
+		typ := "unknown"
+		if dec, err := url.QueryUnescape(a); err == nil {
+			if vals, err := url.ParseQuery(dec); err == nil && vals.Get("type") != "" {
+				typ = vals.Get("type")
+			}
+		}
+		c.Set("Authorization", "type="+url.QueryEscape(typ)+"&ver=1.0&sig=REDACTED")
+	}
+	return c
+}
+
+func (s *Server) record(rec Request, status int) {
+	rec.Status = status
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, rec)
+}
+
+// Requests returns a copy of the request log in arrival order of answers.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// Count is the number of logged requests of a kind ("" counts all).
+func (s *Server) Count(kind RequestKind) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if kind == "" || r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetRequests empties the request log.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}

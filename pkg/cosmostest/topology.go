@@ -1,0 +1,269 @@
+package cosmostest
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Database is a database of a Server.
+type Database struct {
+	srv        *Server
+	id, rid    string
+	ts         int64
+	containers map[string]*Container
+	order      []*Container
+}
+
+// Container is a container with physical partition key ranges and items.
+type Container struct {
+	db      *Database
+	id, rid string
+	ts      int64
+	pkPath  []string // partition key path split into property names
+	pkRaw   string   // as given, e.g. "/pk"
+
+	ranges      []*pkRange          // live ranges, sorted by min
+	allRanges   map[string]*pkRange // every range ever, including gone ones
+	nextRangeID int
+	topology    int64 // bumped on split/merge; the pkranges etag
+
+	items   map[string]*item // by id (ids are unique per container here)
+	itemSeq int64
+	genSeq  int64 // for generated item ids and partition key values
+}
+
+// PartitionKeyRange is a physical partition key range as listed by pkranges.
+type PartitionKeyRange struct {
+	ID           string
+	MinInclusive string
+	MaxExclusive string
+	Parents      []string
+}
+
+type pkRange struct {
+	id       string
+	rid      string
+	min, max string
+	parents  []string
+	lsn      int64
+	gone     bool
+}
+
+func (r *pkRange) public() PartitionKeyRange {
+	return PartitionKeyRange{ID: r.id, MinInclusive: r.min, MaxExclusive: r.max, Parents: append([]string{}, r.parents...)}
+}
+
+type item struct {
+	doc map[string]any // stored document including system properties
+	epk string
+	lsn int64
+}
+
+// CreateDatabase returns the database with that id, creating it if needed.
+func (s *Server) CreateDatabase(id string) *Database {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if db, ok := s.dbs[id]; ok {
+		return db
+	}
+	db := &Database{srv: s, id: id, ts: time.Now().Unix(), containers: map[string]*Container{}}
+	db.rid = s.newRIDLocked(nil, 4)
+	s.dbs[id] = db
+	s.dbOrder = append(s.dbOrder, db)
+	return db
+}
+
+// ID is the database id.
+func (d *Database) ID() string { return d.id }
+
+// RID is the database _rid.
+func (d *Database) RID() string { return d.rid }
+
+// CreateContainer returns the container with that id, creating it if needed
+// with partitionKeyPath (e.g. "/pk") and physicalRanges ranges ("0".."N-1")
+// splitting the EPK space evenly. An existing container is returned unchanged.
+func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges int) *Container {
+	s := d.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := d.containers[id]; ok {
+		return c
+	}
+	if physicalRanges < 1 {
+		physicalRanges = 1
+	}
+	if !strings.HasPrefix(partitionKeyPath, "/") {
+		partitionKeyPath = "/" + partitionKeyPath
+	}
+	dbRID, _ := base64.StdEncoding.DecodeString(d.rid)
+	c := &Container{
+		db:        d,
+		id:        id,
+		ts:        time.Now().Unix(),
+		pkRaw:     partitionKeyPath,
+		pkPath:    strings.Split(strings.TrimPrefix(partitionKeyPath, "/"), "/"),
+		allRanges: map[string]*pkRange{},
+		items:     map[string]*item{},
+	}
+	// Like real collection RIDs: the database RID's bytes followed by four more.
+	c.rid = s.newRIDLocked(dbRID, 4)
+	bounds := evenBounds(physicalRanges)
+	for i := 0; i < physicalRanges; i++ {
+		c.addRangeLocked(bounds[i], bounds[i+1], nil, 0)
+	}
+	d.containers[id] = c
+	d.order = append(d.order, c)
+	return c
+}
+
+func (d *Database) containerLocked(id string) *Container {
+	if c, ok := d.containers[id]; ok {
+		return c
+	}
+	for _, c := range d.order {
+		if c.rid == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// ID is the container id.
+func (c *Container) ID() string { return c.id }
+
+// RID is the container _rid.
+func (c *Container) RID() string { return c.rid }
+
+// Database is the container's database.
+func (c *Container) Database() *Database { return c.db }
+
+// PartitionKeyPath is the partition key path the container was created with.
+func (c *Container) PartitionKeyPath() string { return c.pkRaw }
+
+func (c *Container) addRangeLocked(min, max string, parents []string, lsn int64) *pkRange {
+	id := strconv.Itoa(c.nextRangeID)
+	c.nextRangeID++
+	r := &pkRange{id: id, min: min, max: max, parents: parents, lsn: lsn}
+	// Like real pkrange RIDs: the collection RID's bytes followed by eight more.
+	b, _ := base64.StdEncoding.DecodeString(c.rid)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.nextRangeID))
+	r.rid = strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+	c.allRanges[id] = r
+	c.ranges = append(c.ranges, r)
+	sort.Slice(c.ranges, func(i, j int) bool { return c.ranges[i].min < c.ranges[j].min })
+	return r
+}
+
+// Ranges returns the live physical ranges sorted by MinInclusive.
+func (c *Container) Ranges() []PartitionKeyRange {
+	c.db.srv.mu.Lock()
+	defer c.db.srv.mu.Unlock()
+	out := make([]PartitionKeyRange, len(c.ranges))
+	for i, r := range c.ranges {
+		out[i] = r.public()
+	}
+	return out
+}
+
+// LSN is the current LSN of a live range, or -1 if no live range has that id.
+func (c *Container) LSN(rangeID string) int64 {
+	c.db.srv.mu.Lock()
+	defer c.db.srv.mu.Unlock()
+	r := c.liveRangeLocked(rangeID)
+	if r == nil {
+		return -1
+	}
+	return r.lsn
+}
+
+func (c *Container) liveRangeLocked(id string) *pkRange {
+	r, ok := c.allRanges[id]
+	if !ok || r.gone {
+		return nil
+	}
+	return r
+}
+
+func (c *Container) rangeForEPKLocked(epk string) *pkRange {
+	for _, r := range c.ranges {
+		if epkInRange(epk, r.min, r.max) {
+			return r
+		}
+	}
+	// Unreachable while ranges cover ["", "FF") and EPKs stay below "FF".
+	return c.ranges[len(c.ranges)-1]
+}
+
+// ErrRangeNotFound is returned for a range id that is not live.
+var ErrRangeNotFound = errors.New("cosmostest: no live partition key range with that id")
+
+// Split replaces a live range by two children with the next free ids that
+// divide its EPK span at the midpoint. Each child's LSN starts at the
+// parent's and advances independently; items keep their _lsn. Afterwards the
+// parent id answers 410 with substatus 1002.
+func (c *Container) Split(rangeID string) (left, right PartitionKeyRange, err error) {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := c.liveRangeLocked(rangeID)
+	if p == nil {
+		return left, right, fmt.Errorf("split range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
+	}
+	mid, ok := midpoint(p.min, p.max)
+	if !ok {
+		return left, right, fmt.Errorf("split range %q of %s: [%q, %q) is too narrow", rangeID, c.id, p.min, p.max)
+	}
+	c.retireLocked(p)
+	l := c.addRangeLocked(p.min, mid, []string{p.id}, p.lsn)
+	r := c.addRangeLocked(mid, p.max, []string{p.id}, p.lsn)
+	c.topology++
+	return l.public(), r.public(), nil
+}
+
+// Merge replaces two adjacent live ranges by one child with the next free id
+// whose parents are both; its LSN starts at the larger of the parents'.
+func (c *Container) Merge(leftID, rightID string) (PartitionKeyRange, error) {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, r := c.liveRangeLocked(leftID), c.liveRangeLocked(rightID)
+	if l == nil || r == nil {
+		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: %w", leftID, rightID, c.id, ErrRangeNotFound)
+	}
+	if l.max != r.min {
+		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: they are not adjacent (left ends at %q, right starts at %q)",
+			leftID, rightID, c.id, l.max, r.min)
+	}
+	c.retireLocked(l)
+	c.retireLocked(r)
+	m := c.addRangeLocked(l.min, r.max, []string{l.id, r.id}, max(l.lsn, r.lsn))
+	c.topology++
+	return m.public(), nil
+}
+
+func (c *Container) retireLocked(p *pkRange) {
+	p.gone = true
+	for i, r := range c.ranges {
+		if r == p {
+			c.ranges = append(c.ranges[:i], c.ranges[i+1:]...)
+			return
+		}
+	}
+}
+
+// rangeByID returns any range ever created, live or gone.
+func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
+	c.db.srv.mu.Lock()
+	defer c.db.srv.mu.Unlock()
+	pr, ok := c.allRanges[id]
+	if !ok {
+		return PartitionKeyRange{}, false, false
+	}
+	return pr.public(), pr.gone, true
+}
