@@ -1,0 +1,147 @@
+package account
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+)
+
+// ClientOptions tune the request pipeline.
+type ClientOptions struct {
+	// Transport sends requests; production passes KEDA's shared HTTP client so
+	// GlobalHTTPTimeout, proxies and keep-alive apply.
+	Transport policy.Transporter
+	// Retry overrides the retry policy (429 honouring x-ms-retry-after-ms,
+	// 408 and 5xx). Zero value: DefaultRetry.
+	Retry *policy.RetryOptions
+	// Now is the clock for x-ms-date; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultRetry keeps retries well inside one polling interval: a poll must
+// fail visibly rather than hang while KEDA waits.
+var DefaultRetry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+
+// Client sends Cosmos DB REST requests for one account through a single
+// azcore pipeline: retries, then per try the version and date headers,
+// usage accounting and the signature (account key or bearer token).
+type Client struct {
+	account  *Account
+	pipeline runtime.Pipeline
+}
+
+// NewClient builds the pipeline for an account.
+func NewClient(a *Account, opts ClientOptions) *Client {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	retry := DefaultRetry
+	if opts.Retry != nil {
+		retry = *opts.Retry
+	}
+	perRetry := []policy.Policy{usagePolicy{}, versionAndDatePolicy{now: now}}
+	if a.key != nil {
+		perRetry = append(perRetry, masterKeyPolicy{key: a.key})
+	} else {
+		scope := a.scope
+		perRetry = append(perRetry, runtime.NewBearerTokenPolicy(a.token, []string{scope}, &policy.BearerTokenOptions{
+			AuthorizationHandler: policy.AuthorizationHandler{
+				OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
+					return aadAuthorization(req, authorize, scope)
+				},
+			},
+			InsecureAllowCredentialWithHTTP: isLoopback(a.Endpoint.Hostname()),
+		}))
+	}
+	pl := runtime.NewPipeline("azcosmos-keda-scaler", "v1", runtime.PipelineOptions{PerRetry: perRetry}, &policy.ClientOptions{
+		Transport: opts.Transport,
+		Retry:     retry,
+		Logging:   policy.LogOptions{IncludeBody: false},
+	})
+	return &Client{account: a, pipeline: pl}
+}
+
+// Account returns the account this client talks to.
+func (c *Client) Account() *Account { return c.account }
+
+// NewRequest builds a request for the resource path given as unescaped
+// segments, e.g. ("dbs", db, "colls", coll, "docs").
+func (c *Client) NewRequest(ctx context.Context, method string, segments ...string) (*policy.Request, error) {
+	return runtime.NewRequest(ctx, method, c.account.Endpoint.JoinPath(segments...).String())
+}
+
+// Do sends req. A status outside ok becomes a *ResponseError naming operation;
+// on success the caller owns the response body.
+func (c *Client) Do(req *policy.Request, operation string, ok ...int) (*http.Response, error) {
+	resp, err := c.pipeline.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", operation, err)
+	}
+	if !slices.Contains(ok, resp.StatusCode) {
+		defer resp.Body.Close()
+		return nil, newResponseError(operation, resp)
+	}
+	return resp, nil
+}
+
+// DecodeJSON reads a bounded response body into v and closes it.
+func DecodeJSON(resp *http.Response, operation string, v any) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: reading response: %w", operation, err)
+	}
+	if len(body) > MaxResponseBytes {
+		return fmt.Errorf("%s: response larger than %d bytes", operation, MaxResponseBytes)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: malformed response body: %w", operation, err)
+	}
+	return nil
+}
+
+// Usage counts the requests (every try) and request units of one poll.
+type Usage struct {
+	requests    atomic.Int64
+	chargeMilli atomic.Int64
+}
+
+// Requests is the number of HTTP requests sent, retries included.
+func (u *Usage) Requests() int64 { return u.requests.Load() }
+
+// RequestCharge is the total of x-ms-request-charge, in request units.
+func (u *Usage) RequestCharge() float64 { return float64(u.chargeMilli.Load()) / 1000 }
+
+type usageKey struct{}
+
+// WithUsage returns a context whose requests are counted into a new Usage.
+func WithUsage(ctx context.Context) (context.Context, *Usage) {
+	u := &Usage{}
+	return context.WithValue(ctx, usageKey{}, u), u
+}
+
+type usagePolicy struct{}
+
+func (usagePolicy) Do(req *policy.Request) (*http.Response, error) {
+	u, _ := req.Raw().Context().Value(usageKey{}).(*Usage)
+	resp, err := req.Next()
+	if u != nil {
+		u.requests.Add(1)
+		if resp != nil {
+			if charge, perr := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64); perr == nil && charge > 0 {
+				u.chargeMilli.Add(int64(charge*1000 + 0.5))
+			}
+		}
+	}
+	return resp, err
+}

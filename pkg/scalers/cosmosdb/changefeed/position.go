@@ -1,0 +1,160 @@
+package changefeed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+)
+
+// ErrStaleParent marks a lease whose partition key range split or merged:
+// the service answered 410 Gone with substatus 1002 for it, or its EPK range
+// now spans more than one physical range. The processor replaces such a
+// lease with child leases the next time one of its replicas runs.
+var ErrStaleParent = errors.New("lease belongs to a partition key range that split or merged")
+
+// Reader reads lease positions in the monitored container's change feed.
+type Reader struct {
+	client              *account.Client
+	database, container string
+	ranges              *rangeCache
+}
+
+// NewReader returns a Reader for the monitored container on the data account.
+func NewReader(data *account.Client, database, container string) *Reader {
+	return &Reader{
+		client: data, database: database, container: container,
+		ranges: &rangeCache{client: data, database: database, container: container},
+	}
+}
+
+// target says which physical range (and, for a strict sub-range, which EPK
+// bounds) a lease is read through.
+type target struct {
+	rangeID  string
+	min, max string // set only for an EPK sub-range read
+}
+
+// Lag estimates the pending change feed work of one lease with exactly one
+// read of at most one item from its checkpoint: 304 or no item is 0;
+// otherwise the session LSN minus the first pending item's LSN, plus one.
+// A split or merge is reported as ErrStaleParent (wrapped with the lease).
+func (r *Reader) Lag(ctx context.Context, l lease.Lease) (int64, error) {
+	t, err := r.resolve(ctx, l)
+	if err != nil {
+		return 0, fmt.Errorf("lease %s: %w", l.Token, err)
+	}
+	lag, err := r.read(ctx, l, t)
+	if err != nil {
+		if account.IsPartitionGone(err) {
+			// The range list is now known to be stale; the split retry reads it anew.
+			r.ranges.invalidate()
+			err = fmt.Errorf("%w: %w", ErrStaleParent, err)
+		}
+		return 0, fmt.Errorf("lease %s (partition key range %s): %w", l.Token, t.rangeID, err)
+	}
+	return lag, nil
+}
+
+func (r *Reader) resolve(ctx context.Context, l lease.Lease) (target, error) {
+	if !l.EPK {
+		return target{rangeID: l.Token}, nil
+	}
+	ranges, version, err := r.ranges.get(ctx)
+	if err != nil {
+		return target{}, err
+	}
+	covering := overlapping(ranges, l.Min, l.Max)
+	if len(covering) != 1 {
+		// The cached list may predate a merge; confirm before calling it stale.
+		if ranges, _, err = r.ranges.refresh(ctx, version); err != nil {
+			return target{}, err
+		}
+		covering = overlapping(ranges, l.Min, l.Max)
+	}
+	switch {
+	case len(covering) == 0:
+		return target{}, fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
+	case len(covering) > 1:
+		return target{}, fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", ErrStaleParent, l.Min, l.Max, len(covering))
+	}
+	pk := covering[0]
+	if pk.Min == l.Min && pk.Max == l.Max {
+		return target{rangeID: pk.ID}, nil
+	}
+	return target{rangeID: pk.ID, min: l.Min, max: l.Max}, nil
+}
+
+type feedPage struct {
+	Documents []struct {
+		LSN json.RawMessage `json:"_lsn"`
+	} `json:"Documents"`
+}
+
+func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, error) {
+	req, err := r.client.NewRequest(ctx, http.MethodGet, "dbs", r.database, "colls", r.container, "docs")
+	if err != nil {
+		return 0, err
+	}
+	h := req.Raw().Header
+	h.Set("A-IM", "Incremental feed")
+	h.Set("If-None-Match", l.Continuation)
+	h.Set("x-ms-max-item-count", "1")
+	h.Set("x-ms-documentdb-partitionkeyrangeid", t.rangeID)
+	if t.min != "" || t.max != "" {
+		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
+		h.Set("x-ms-start-epk", t.min)
+		h.Set("x-ms-end-epk", t.max)
+	}
+	const operation = "read change feed"
+	resp, err := r.client.Do(req, operation, http.StatusOK, http.StatusNotModified)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		resp.Body.Close()
+		return 0, nil
+	}
+	sessionToken := resp.Header.Get("x-ms-session-token")
+	var page feedPage
+	if err := account.DecodeJSON(resp, operation, &page); err != nil {
+		return 0, err
+	}
+	if len(page.Documents) == 0 {
+		return 0, nil
+	}
+	first, err := parseLSN(page.Documents[0].LSN)
+	if err != nil {
+		return 0, fmt.Errorf("%s: first item: %w", operation, err)
+	}
+	session, err := SessionLSN(sessionToken, t.rangeID)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", operation, err)
+	}
+	if session < first {
+		return 0, nil // the service's view is behind the item it served: nothing countable
+	}
+	if session-first == math.MaxInt64 {
+		return math.MaxInt64, nil
+	}
+	return session - first + 1, nil
+}
+
+// parseLSN reads an item's _lsn, a JSON number, refusing anything that is
+// not a non-negative 64-bit integer rather than wrapping it.
+func parseLSN(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 {
+		return 0, errors.New("item has no _lsn")
+	}
+	lsn, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || lsn < 0 {
+		return 0, errors.New("item _lsn is not a non-negative 64-bit integer")
+	}
+	return lsn, nil
+}

@@ -1,0 +1,107 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+)
+
+// MaxPageSize is the largest page the lease query asks for. The query is the
+// only sequential part of a poll, so fewer, larger pages make polls faster.
+const MaxPageSize = 1000
+
+// Reader queries a lease container.
+type Reader struct {
+	Client    *account.Client
+	Database  string
+	Container string
+}
+
+// Page is one page of the lease query, already filtered to a scope.
+type Page struct {
+	Leases []Lease
+	// Documents counts every document the page held (leases of other
+	// processors, bookkeeping documents and non-leases included).
+	Documents int
+	// Strangers counts documents of this processor and account that name
+	// another database or container: a hint that cached RIDs are stale.
+	Strangers int
+}
+
+type queryPage struct {
+	Documents []json.RawMessage `json:"Documents"`
+}
+
+// Read runs one cross-partition query for the documents whose id starts
+// with the processor name, follows every continuation, and hands each
+// page's leases of scope to onPage as soon as the page arrives. It stops at
+// the first error from the service or from onPage.
+func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error) error {
+	body, err := json.Marshal(map[string]any{
+		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
+		"parameters": []map[string]string{{"name": "@processor", "value": scope.Processor}},
+	})
+	if err != nil {
+		return err
+	}
+	continuation := ""
+	for {
+		req, err := r.Client.NewRequest(ctx, http.MethodPost, "dbs", r.Database, "colls", r.Container, "docs")
+		if err != nil {
+			return err
+		}
+		h := req.Raw().Header
+		h.Set("x-ms-documentdb-isquery", "True")
+		h.Set("x-ms-documentdb-query-enablecrosspartition", "True")
+		h.Set("x-ms-max-item-count", strconv.Itoa(MaxPageSize))
+		if continuation != "" {
+			h.Set("x-ms-continuation", continuation)
+		}
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/query+json"); err != nil {
+			return err
+		}
+		resp, err := r.Client.Do(req, "query leases in "+r.Database+"/"+r.Container, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		continuation = resp.Header.Get("x-ms-continuation")
+		var page queryPage
+		if err := account.DecodeJSON(resp, "query leases in "+r.Database+"/"+r.Container, &page); err != nil {
+			return err
+		}
+		if err := onPage(scope.filter(page.Documents)); err != nil {
+			return err
+		}
+		if continuation == "" {
+			return nil
+		}
+	}
+}
+
+func (s Scope) filter(docs []json.RawMessage) Page {
+	p := Page{Documents: len(docs)}
+	for _, raw := range docs {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &head) != nil {
+			continue
+		}
+		if !s.Owns(head.ID) {
+			if s.OwnsProcessorAndAccount(head.ID) {
+				p.Strangers++
+			}
+			continue
+		}
+		if l, err := Decode(raw); err == nil {
+			p.Leases = append(p.Leases, l)
+		}
+	}
+	return p
+}
