@@ -12,7 +12,7 @@ import (
 
 // The query endpoint understands a deliberately small SQL subset:
 //
-//	SELECT * FROM <alias> [WHERE <cond>]
+//	SELECT * FROM <alias> [WHERE <cond>]      (or FROM <container> [AS] <alias>)
 //	<cond> := <cond> OR <cond> | <cond> AND <cond> | ( <cond> )
 //	        | STARTSWITH(<alias>.id, @param) | STARTSWITH(<alias>.id, 'literal')
 //
@@ -320,6 +320,11 @@ func (p *queryParser) parse() (idPredicate, error) {
 		return nil, fmt.Errorf("expected a collection alias after FROM, found %s", describe(alias))
 	}
 	p.alias = alias.text
+	// "FROM <container> [AS] <alias>" names the alias explicitly.
+	p.keyword("AS")
+	if t := p.peek(); t.kind == tokIdent && !reservedWords[strings.ToLower(t.text)] {
+		p.alias = p.next().text
+	}
 	pred := idPredicate(func(string) bool { return true })
 	if p.keyword("WHERE") {
 		var err error

@@ -1,0 +1,351 @@
+package cosmostest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+)
+
+type leaseFixture struct {
+	srv    *Server
+	data   *Container
+	leases *Container
+}
+
+func newLeaseFixture(t *testing.T, leasePK string) leaseFixture {
+	s := newTestServer(t)
+	db := s.CreateDatabase("db")
+	data := db.CreateContainer("data", "/pk", 2)
+	if err := data.WriteItemsToRange("0", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("1", 3); err != nil {
+		t.Fatal(err)
+	}
+	return leaseFixture{srv: s, data: data, leases: db.CreateContainer("leases", leasePK, 1)}
+}
+
+func TestLeasePrefixAndIDs(t *testing.T) {
+	f := newLeaseFixture(t, "/id")
+	db := f.data.Database()
+	for _, tc := range []struct {
+		format LeaseFormat
+		prefix string
+	}{
+		{DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{DotNetV1EPK, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{JavaV1EPK, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{JavaV0, "proc127.0.0.1_db_data"},
+	} {
+		t.Run(tc.format.String(), func(t *testing.T) {
+			p := NewProcessor("proc", f.data, f.leases, tc.format)
+			if p.Prefix() != tc.prefix {
+				t.Errorf("prefix = %q, want %q", p.Prefix(), tc.prefix)
+			}
+			if p.LeaseID("0") != tc.prefix+"..0" {
+				t.Errorf("lease id = %q", p.LeaseID("0"))
+			}
+		})
+	}
+}
+
+func TestCreateLeasesWritesEachFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format     LeaseFormat
+		tokens     []string
+		wantFields []string
+		noFields   []string
+		check      func(t *testing.T, doc map[string]any)
+	}{
+		{
+			format:     DotNetV0,
+			tokens:     []string{"0", "1"},
+			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
+			noFields:   []string{"PartitionId", "feedRange"},
+			check: func(t *testing.T, doc map[string]any) {
+				if doc["version"] != float64(0) || doc["Mode"] != "Incremental Feed" {
+					t.Errorf("version/mode %v %v", doc["version"], doc["Mode"])
+				}
+				fr := doc["FeedRange"].(map[string]any)["Range"].(map[string]any)
+				if doc["LeaseToken"] == "0" && (fr["min"] != "" || fr["max"] != "80") {
+					t.Errorf("FeedRange %v", fr)
+				}
+			},
+		},
+		{
+			format:     DotNetV1EPK,
+			tokens:     []string{"-80", "80-FF"},
+			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
+			check: func(t *testing.T, doc map[string]any) {
+				fr := doc["FeedRange"].(map[string]any)["Range"].(map[string]any)
+				if doc["version"] != float64(1) || doc["LeaseToken"] != fr["min"].(string)+"-"+fr["max"].(string) {
+					t.Errorf("version %v token %v range %v", doc["version"], doc["LeaseToken"], fr)
+				}
+			},
+		},
+		{
+			format:     JavaV0,
+			tokens:     []string{"0", "1"},
+			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner"},
+			noFields:   []string{"version", "properties", "FeedRange", "feedRange", "Mode"},
+		},
+		{
+			format:     JavaV1EPK,
+			tokens:     []string{"-80", "80-FF"},
+			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner", "version", "feedRange"},
+			noFields:   []string{"FeedRange", "properties"},
+			check: func(t *testing.T, doc map[string]any) {
+				r := doc["feedRange"].(map[string]any)["Range"].(map[string]any)
+				if r["isMinInclusive"] != true || r["isMaxInclusive"] != false || doc["version"] != float64(1) {
+					t.Errorf("feedRange %v", r)
+				}
+			},
+		},
+		{
+			format:     DotNetV2Library,
+			tokens:     []string{"0", "1"},
+			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp"},
+			noFields:   []string{"version", "LeaseToken"},
+		},
+	} {
+		t.Run(tc.format.String(), func(t *testing.T) {
+			f := newLeaseFixture(t, "/id")
+			p := NewProcessor("proc", f.data, f.leases, tc.format)
+			tokens, err := p.CreateLeases(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(tokens, ",") != strings.Join(tc.tokens, ",") {
+				t.Fatalf("tokens %v, want %v", tokens, tc.tokens)
+			}
+			for _, tok := range tokens {
+				doc, ok := p.Lease(tok)
+				if !ok {
+					t.Fatalf("no lease %s", tok)
+				}
+				for _, k := range tc.wantFields {
+					if _, ok := doc[k]; !ok {
+						t.Errorf("lease %s lacks %s: %v", tok, k, doc)
+					}
+				}
+				for _, k := range tc.noFields {
+					if _, ok := doc[k]; ok {
+						t.Errorf("lease %s has %s", tok, k)
+					}
+				}
+				if doc["ContinuationToken"] != nil || doc["Owner"] != nil {
+					t.Errorf("fresh lease should have null continuation and owner: %v", doc)
+				}
+				if doc["id"] != p.Prefix()+".."+tok {
+					t.Errorf("id %v", doc["id"])
+				}
+				if tc.check != nil {
+					tc.check(t, doc)
+				}
+			}
+			info, ok := f.leases.Get(p.Prefix() + ".info")
+			if !ok {
+				t.Error("no .info document")
+			}
+			lock, ok := f.leases.Get(p.Prefix() + ".lock")
+			if !ok || lock["ttl"] == nil {
+				t.Errorf("lock document %v", lock)
+			}
+			_ = info
+		})
+	}
+}
+
+func TestCheckpointEncodingPerFormat(t *testing.T) {
+	for _, format := range []LeaseFormat{DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library} {
+		t.Run(format.String(), func(t *testing.T) {
+			f := newLeaseFixture(t, "/id")
+			p := NewProcessor("proc", f.data, f.leases, format)
+			tokens, err := p.CreateLeases(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Checkpoint(tokens[0], 3); err != nil {
+				t.Fatal(err)
+			}
+			doc, _ := p.Lease(tokens[0])
+			if got := continuationEtag(t, format, doc); got != `"3"` {
+				t.Errorf("continuation etag %q, want \"3\"", got)
+			}
+			if err := p.CatchUp(tokens[1]); err != nil {
+				t.Fatal(err)
+			}
+			doc, _ = p.Lease(tokens[1])
+			if got := continuationEtag(t, format, doc); got != `"3"` {
+				t.Errorf("caught-up etag %q, want \"3\" (LSN of range 1)", got)
+			}
+			if err := p.SetOwner(tokens[0], "host-a"); err != nil {
+				t.Fatal(err)
+			}
+			doc, _ = p.Lease(tokens[0])
+			if doc["Owner"] != "host-a" {
+				t.Errorf("owner %v", doc["Owner"])
+			}
+			if err := p.Checkpoint("nope", 1); err == nil {
+				t.Error("checkpoint of a missing lease should fail")
+			}
+		})
+	}
+}
+
+// continuationEtag decodes a lease's continuation the way a reader must.
+func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) string {
+	t.Helper()
+	raw, _ := doc["ContinuationToken"].(string)
+	if format != JavaV1EPK {
+		return raw
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		t.Fatalf("Java continuation is not standard Base64: %v", err)
+	}
+	var st struct {
+		V            int
+		Rid          string
+		Mode         string
+		StartFrom    struct{ Type string }
+		Continuation struct {
+			V            int
+			Rid          string
+			Continuation []struct {
+				Token string `json:"token"`
+				Range struct{ Min, Max string }
+			}
+			Range struct{ Min, Max string }
+		}
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.V != 1 || st.Mode != "INCREMENTAL" || st.StartFrom.Type != "BEGINNING" || st.Continuation.V != 1 || st.Rid == "" || st.Continuation.Rid != st.Rid {
+		t.Errorf("java state %s", b)
+	}
+	if len(st.Continuation.Continuation) != 1 {
+		t.Fatalf("java state %s", b)
+	}
+	return st.Continuation.Continuation[0].Token
+}
+
+func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
+	f := newLeaseFixture(t, "/partitionKey")
+	p := NewProcessor("proc", f.data, f.leases, DotNetV0)
+	tokens, err := p.CreateLeases(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range tokens {
+		doc, _ := p.Lease(tok)
+		want := map[string]string{"0": `"5"`, "1": `"3"`}[tok]
+		if doc["ContinuationToken"] != want {
+			t.Errorf("lease %s continuation %v, want %s", tok, doc["ContinuationToken"], want)
+		}
+		if doc["partitionKey"] != doc["id"] {
+			t.Errorf("partitionKey %v, want the id", doc["partitionKey"])
+		}
+		// With a checkpoint at the current LSN, the lease's feed is empty.
+		resp, raw := changeFeed(t, f.srv, f.data, tok, want, nil)
+		wantStatus(t, resp, raw, http.StatusNotModified)
+	}
+	if _, ok := f.leases.Get(p.Prefix() + ".info"); !ok {
+		t.Error("no .info")
+	}
+	info, _ := f.leases.Get(p.Prefix() + ".info")
+	if info["partitionKey"] != info["id"] {
+		t.Errorf(".info partitionKey %v", info["partitionKey"])
+	}
+}
+
+func TestLeaseContainerMustBePartitionedByIDOrPartitionKey(t *testing.T) {
+	f := newLeaseFixture(t, "/other")
+	if _, err := NewProcessor("proc", f.data, f.leases, DotNetV0).CreateLeases(false); err == nil {
+		t.Fatal("want an error for a lease container partitioned by /other")
+	}
+}
+
+func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
+	for _, tc := range []struct {
+		format LeaseFormat
+		parent string
+		want   []string
+	}{
+		{DotNetV0, "1", []string{"2", "3"}},
+		{JavaV0, "1", []string{"2", "3"}},
+		{DotNetV2Library, "1", []string{"2", "3"}},
+		{DotNetV1EPK, "80-FF", []string{"80-C0", "C0-FF"}},
+		{JavaV1EPK, "80-FF", []string{"80-C0", "C0-FF"}},
+	} {
+		t.Run(tc.format.String(), func(t *testing.T) {
+			f := newLeaseFixture(t, "/id")
+			p := NewProcessor("proc", f.data, f.leases, tc.format)
+			if _, err := p.CreateLeases(false); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Checkpoint(tc.parent, 2); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.ReplaceAfterSplit(tc.parent); err == nil {
+				t.Fatal("replacing a lease whose range did not split should fail")
+			}
+			if _, _, err := f.data.Split("1"); err != nil {
+				t.Fatal(err)
+			}
+			children, err := p.ReplaceAfterSplit(tc.parent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(children)
+			if strings.Join(children, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("children %v, want %v", children, tc.want)
+			}
+			if _, ok := p.Lease(tc.parent); ok {
+				t.Error("parent lease still exists")
+			}
+			for _, tok := range children {
+				doc, ok := p.Lease(tok)
+				if !ok {
+					t.Fatalf("no child lease %s", tok)
+				}
+				if got := continuationEtag(t, tc.format, doc); got != `"2"` {
+					t.Errorf("child %s continuation %q, want \"2\"", tok, got)
+				}
+				if err := p.CatchUp(tok); err != nil {
+					t.Errorf("catch up child %s: %v", tok, err)
+				}
+			}
+		})
+	}
+}
+
+func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
+	f := newLeaseFixture(t, "/id")
+	p := NewProcessor("proc", f.data, f.leases, DotNetV1EPK)
+	if _, err := p.CreateLeases(false); err != nil {
+		t.Fatal(err)
+	}
+	v0 := NewProcessor("v0", f.data, f.leases, DotNetV0)
+	if _, err := v0.CreateLeases(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.data.Merge("0", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CatchUp("-80"); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := p.Lease("-80")
+	if doc["ContinuationToken"] != `"5"` {
+		t.Errorf("continuation after merge %v, want \"5\" (merged range LSN)", doc["ContinuationToken"])
+	}
+	if _, err := v0.ReplaceAfterSplit("0"); err == nil || !strings.Contains(err.Error(), "merged") {
+		t.Errorf("a range-id lease cannot follow a merge: %v", err)
+	}
+}
