@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,7 @@ type Server struct {
 	closeOnce sync.Once
 	serveDone chan struct{}
 	handlers  sync.WaitGroup
+	inFlight  atomic.Int32 // running handlers, for tests
 
 	mu          sync.Mutex
 	closed      bool
@@ -215,8 +217,18 @@ func sleepCtx(ctx context.Context, closing <-chan struct{}, d time.Duration) boo
 // authorize, route. Every request is recorded before its answer is written,
 // so a test that has received a response always finds it in Requests.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// Add to the WaitGroup only while open, so Close's Wait never races an Add.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		dropConnection(w)
+		return
+	}
 	s.handlers.Add(1)
+	s.mu.Unlock()
 	defer s.handlers.Done()
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 
 	kind := classify(r)
 	rec := Request{

@@ -1,0 +1,239 @@
+package cosmostest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFaultStatusesWithTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault Fault
+	}{
+		{"410/1002 partition gone", Fault{Status: 410, SubStatus: 1002}},
+		{"410/1007 completing split", Fault{Status: 410, SubStatus: 1007}},
+		{"429 with retry-after", Fault{Status: 429, RetryAfter: 250 * time.Millisecond}},
+		{"500", Fault{Status: 500}},
+		{"503", Fault{Status: 503}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestServer(t)
+			c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+			if err := c.WriteItemsToRange("0", 1); err != nil {
+				t.Fatal(err)
+			}
+			f := tc.fault
+			f.Kind, f.RangeID, f.Times = KindChangeFeed, "0", 2
+			s.InjectFault(f)
+
+			// Another range and another kind are not hit.
+			resp, raw := changeFeed(t, s, c, "1", "", nil)
+			wantStatus(t, resp, raw, http.StatusNotModified)
+			resp, raw = call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+			wantStatus(t, resp, raw, http.StatusOK)
+
+			for i := 0; i < 2; i++ {
+				resp, raw = changeFeed(t, s, c, "0", "", nil)
+				wantStatus(t, resp, raw, f.Status)
+				if f.SubStatus != 0 && resp.Header.Get("x-ms-substatus") != itoa(f.SubStatus) {
+					t.Errorf("substatus %q, want %d", resp.Header.Get("x-ms-substatus"), f.SubStatus)
+				}
+				if f.Status == 429 && resp.Header.Get("x-ms-retry-after-ms") != "250" {
+					t.Errorf("retry-after %q", resp.Header.Get("x-ms-retry-after-ms"))
+				}
+				var body cosmosError
+				if err := json.Unmarshal(raw, &body); err != nil || body.Code == "" {
+					t.Errorf("error body %s", raw)
+				}
+			}
+			// Spent after Times requests.
+			resp, raw = changeFeed(t, s, c, "0", "", nil)
+			wantStatus(t, resp, raw, http.StatusOK)
+
+			reqs := s.Requests()
+			var statuses []int
+			for _, r := range reqs {
+				if r.Kind == KindChangeFeed && r.RangeID == "0" {
+					statuses = append(statuses, r.Status)
+				}
+			}
+			if len(statuses) != 3 || statuses[0] != f.Status || statuses[1] != f.Status || statuses[2] != 200 {
+				t.Errorf("logged statuses %v", statuses)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestFaultAlwaysUntilRemoved(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("db")
+	remove := s.InjectFault(Fault{Status: 503})
+	for i := 0; i < 3; i++ {
+		resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+		wantStatus(t, resp, raw, 503)
+	}
+	remove()
+	remove() // idempotent
+	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+	wantStatus(t, resp, raw, 200)
+}
+
+func TestFaultMalformedBody(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("db").CreateContainer("leases", "/id", 1)
+	s.InjectFault(Fault{Kind: KindQuery, MalformedBody: true, Times: 1})
+	resp, raw := query(t, s, "SELECT * FROM c", nil, nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	var v any
+	if err := json.Unmarshal(raw, &v); err == nil {
+		t.Fatalf("body %s parsed", raw)
+	}
+	resp, raw = query(t, s, "SELECT * FROM c", nil, nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	decode(t, raw)
+}
+
+func TestFaultDroppedConnection(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("db")
+	s.InjectFault(Fault{Kind: KindDatabase, DropConnection: true, Times: 1})
+	// A fresh connection per request, so the transport cannot retry silently.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	_, err := send(s, client, context.Background(), "/dbs/db")
+	if err == nil {
+		t.Fatal("request over a dropped connection succeeded")
+	}
+	resp, err := send(s, client, context.Background(), "/dbs/db")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the fault: %v %v", resp, err)
+	}
+	if reqs := s.Requests(); len(reqs) != 2 || reqs[0].Status != 0 || reqs[1].Status != 200 {
+		t.Errorf("log %+v", reqs)
+	}
+}
+
+func send(s *Server, client *http.Client, ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.URL(), "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, _ := MasterKeyAuthorization(s.Key(), http.MethodGet, path, date)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return resp, nil
+}
+
+func TestFaultLatency(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("db")
+	s.InjectFault(Fault{Kind: KindDatabase, Latency: 150 * time.Millisecond, Times: 1})
+	start := time.Now()
+	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+	wantStatus(t, resp, raw, 200)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("answered after %v, want >= 150ms", d)
+	}
+	start = time.Now()
+	call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("second request took %v; the latency fault was for one request", d)
+	}
+}
+
+func TestLatencyHonoursRequestContext(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("db")
+	s.SetLatency(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := send(s, s.Client(), ctx, "/dbs/db")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancelled request took %v", d)
+	}
+	// The handler notices the cancellation and records the request without
+	// an answer; goleak (TestMain) proves no goroutine keeps sleeping.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Count(KindDatabase) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if reqs := s.Requests(); len(reqs) != 1 || reqs[0].Status != 0 {
+		t.Errorf("log %+v", reqs)
+	}
+	s.SetLatency(0)
+	resp, err := send(s, s.Client(), context.Background(), "/dbs/db")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+}
+
+func TestCloseWakesSleepingHandlers(t *testing.T) {
+	s := NewServer()
+	s.CreateDatabase("db")
+	s.InjectFault(Fault{Latency: time.Hour})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := send(s, s.Client(), context.Background(), "/dbs/db")
+		errc <- err
+	}()
+	// Wait until the request is inside the handler.
+	deadline := time.Now().Add(5 * time.Second)
+	for !handlersBusy(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("request never arrived")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return while a handler slept on latency")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the sleeping request got an answer after Close")
+	}
+}
+
+// handlersBusy reports whether a handler is running.
+func handlersBusy(s *Server) bool {
+	return s.inFlight.Load() > 0
+}
+
+func TestRequestLogAndCounters(t *testing.T) {
+	s := newTestServer(t)
+	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	call(t, s, http.MethodGet, "/", nil, nil)
+	call(t, s, http.MethodGet, "/dbs/db/colls/data", nil, nil)
+	call(t, s, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil)
+	changeFeed(t, s, c, "1", "", nil)
+	if s.Count(KindAccount) != 1 || s.Count(KindContainer) != 1 || s.Count(KindPKRanges) != 1 || s.Count(KindChangeFeed) != 1 || s.Count("") != 4 {
+		t.Errorf("counts: %+v", s.Requests())
+	}
+	r := s.Requests()[3]
+	if r.RangeID != "1" || r.Method != http.MethodGet || r.Path != "/dbs/db/colls/data/docs" || r.Status != 304 || r.At.IsZero() {
+		t.Errorf("change feed entry %+v", r)
+	}
+	s.ResetRequests()
+	if s.Count("") != 0 {
+		t.Error("ResetRequests kept entries")
+	}
+}
