@@ -245,12 +245,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !s.sleep(r.Context(), latency) {
 		s.record(rec, 0)
+		dropConnection(w) // returning normally would send an empty 200
 		return
 	}
 
 	if f, ok := s.takeFault(kind, rec.RangeID); ok {
 		if !s.sleep(r.Context(), f.Latency) {
 			s.record(rec, 0)
+			dropConnection(w)
 			return
 		}
 		switch {
