@@ -1,0 +1,134 @@
+package scalers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+// cosmosEnv is one embedded account with a monitored container, a lease
+// container and a processor writing leases in one format.
+type cosmosEnv struct {
+	server    *cosmostest.Server
+	monitored *cosmostest.Container
+	leases    *cosmostest.Container
+	processor *cosmostest.Processor
+	tokens    []string
+}
+
+func newCosmosEnv(t *testing.T, ranges int, format cosmostest.LeaseFormat) *cosmosEnv {
+	t.Helper()
+	srv := cosmostest.NewServer()
+	t.Cleanup(srv.Close)
+	db := srv.CreateDatabase("appdb")
+	env := &cosmosEnv{
+		server:    srv,
+		monitored: db.CreateContainer("orders", "/customerId", ranges),
+		leases:    db.CreateContainer("leases", "/id", 1),
+	}
+	env.processor = cosmostest.NewProcessor("orders-processor", env.monitored, env.leases, format)
+	tokens, err := env.processor.CreateLeases(true)
+	if err != nil {
+		t.Fatalf("create leases: %v", err)
+	}
+	env.tokens = tokens
+	return env
+}
+
+// metadata is the trigger metadata for env's processor.
+func (e *cosmosEnv) metadata(extra ...string) map[string]string {
+	m := map[string]string{
+		"databaseId":       "appdb",
+		"containerId":      "orders",
+		"leaseDatabaseId":  "appdb",
+		"leaseContainerId": "leases",
+		"processorName":    "orders-processor",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+// writeToRange adds n pending items to a range's change feed.
+func (e *cosmosEnv) writeToRange(t *testing.T, rangeID string, n int) {
+	t.Helper()
+	if err := e.monitored.WriteItemsToRange(rangeID, n); err != nil {
+		t.Fatalf("write items to range %s: %v", rangeID, err)
+	}
+}
+
+func scalerConfig(metadata, authParams map[string]string) *scalersconfig.ScalerConfig {
+	return &scalersconfig.ScalerConfig{
+		TriggerMetadata:         metadata,
+		AuthParams:              authParams,
+		ResolvedEnv:             map[string]string{},
+		GlobalHTTPTimeout:       5 * time.Second,
+		TriggerType:             "azure-cosmosdb",
+		ScalableObjectName:      "orders-processor",
+		ScalableObjectNamespace: "default",
+		ScalableObjectType:      "ScaledObject",
+	}
+}
+
+func newTestScaler(t *testing.T, config *scalersconfig.ScalerConfig) Scaler {
+	t.Helper()
+	s, err := NewAzureCosmosDBScaler(config)
+	if err != nil {
+		t.Fatalf("NewAzureCosmosDBScaler: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+// poll returns the metric value (as an integer) and activity of one poll.
+func poll(t *testing.T, s Scaler) (int64, bool) {
+	t.Helper()
+	metrics, active, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+	if err != nil {
+		t.Fatalf("GetMetricsAndActivity: %v", err)
+	}
+	if len(metrics) != 1 {
+		t.Fatalf("got %d metrics, want 1", len(metrics))
+	}
+	return metrics[0].Value.Value(), active
+}
+
+// pollError returns the error of a poll that must fail, checking it yields no metric.
+func pollError(t *testing.T, s Scaler) error {
+	t.Helper()
+	metrics, active, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+	if err == nil {
+		t.Fatalf("poll succeeded with %v, want an error", metrics)
+	}
+	if len(metrics) != 0 || active {
+		t.Fatalf("failed poll returned metrics %v active %v; want none", metrics, active)
+	}
+	return err
+}
+
+func keyAuth(srv *cosmostest.Server) map[string]string {
+	return map[string]string{"connection": srv.ConnectionString()}
+}
+
+func assertContains(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not mention %q", err, p)
+		}
+	}
+}
+
+func targetOf(spec v2.MetricSpec) int64 {
+	if spec.External.Target.AverageValue != nil {
+		return spec.External.Target.AverageValue.Value()
+	}
+	return spec.External.Target.Value.Value()
+}

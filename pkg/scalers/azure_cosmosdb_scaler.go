@@ -1,0 +1,165 @@
+package scalers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	v2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/metrics/pkg/apis/external_metrics"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
+)
+
+// azureCosmosDBScaler scales a change feed processor on the pending work
+// its leases show, capped at the number of partitions that have any.
+type azureCosmosDBScaler struct {
+	metricType v2.MetricTargetType
+	metadata   azureCosmosDBMetadata
+	estimator  *lag.Estimator
+	logger     logr.Logger
+}
+
+// azureCosmosDBMetadata is the trigger's configuration. Credentials are read
+// from the TriggerAuthentication first, then trigger metadata, then (for
+// connection strings and keys) the scale target's environment via the
+// ...FromEnv parameters.
+type azureCosmosDBMetadata struct {
+	DatabaseID       string `keda:"name=databaseId,       order=triggerMetadata"`
+	ContainerID      string `keda:"name=containerId,      order=triggerMetadata"`
+	LeaseDatabaseID  string `keda:"name=leaseDatabaseId,  order=triggerMetadata"`
+	LeaseContainerID string `keda:"name=leaseContainerId, order=triggerMetadata"`
+	ProcessorName    string `keda:"name=processorName,    order=triggerMetadata"`
+
+	ChangeFeedLagThreshold           int64 `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
+	ActivationChangeFeedLagThreshold int64 `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
+
+	Connection       string `keda:"name=connection,       order=authParams;triggerMetadata;resolvedEnv, optional"`
+	LeaseConnection  string `keda:"name=leaseConnection,  order=authParams;triggerMetadata;resolvedEnv, optional"`
+	Endpoint         string `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
+	LeaseEndpoint    string `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
+	CosmosDBKey      string `keda:"name=cosmosDBKey,      order=authParams;triggerMetadata;resolvedEnv, optional"`
+	LeaseCosmosDBKey string `keda:"name=leaseCosmosDBKey, order=authParams;triggerMetadata;resolvedEnv, optional"`
+
+	TenantID     string `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
+	ClientID     string `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
+	ClientSecret string `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
+
+	Cloud                   string `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
+	CosmosDBResourceURL     string `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
+	ActiveDirectoryEndpoint string `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
+
+	TriggerIndex int
+}
+
+// Validate implements scalersconfig.CustomValidator.
+func (m *azureCosmosDBMetadata) Validate() error {
+	var errs []error
+	for _, id := range []struct{ name, value string }{
+		{"databaseId", m.DatabaseID}, {"containerId", m.ContainerID},
+		{"leaseDatabaseId", m.LeaseDatabaseID}, {"leaseContainerId", m.LeaseContainerID},
+		{"processorName", m.ProcessorName},
+	} {
+		// Cosmos DB ids cannot hold these; they would also break request paths.
+		if strings.ContainsAny(id.value, `/\?#`) {
+			errs = append(errs, fmt.Errorf("%s must not contain '/', '\\', '?' or '#'", id.name))
+		}
+	}
+	if m.ChangeFeedLagThreshold <= 0 {
+		errs = append(errs, fmt.Errorf("changeFeedLagThreshold must be greater than 0, got %d", m.ChangeFeedLagThreshold))
+	}
+	if m.ActivationChangeFeedLagThreshold < 0 {
+		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold must be greater than or equal to 0, got %d", m.ActivationChangeFeedLagThreshold))
+	} else if m.ChangeFeedLagThreshold > 0 && m.ActivationChangeFeedLagThreshold >= m.ChangeFeedLagThreshold {
+		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold (%d) must be less than changeFeedLagThreshold (%d)", m.ActivationChangeFeedLagThreshold, m.ChangeFeedLagThreshold))
+	}
+	if m.Cloud != "" && !strings.EqualFold(m.Cloud, "Private") {
+		if _, err := account.CloudEnvironment(m.Cloud); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NewAzureCosmosDBScaler creates the azure-cosmosdb scaler. Configuration,
+// endpoints, keys and credential combinations are all checked here, so a
+// bad ScaledObject fails at creation rather than at the first poll.
+func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) {
+	metricType, err := GetMetricTargetType(config)
+	if err != nil {
+		return nil, fmt.Errorf("error getting scaler metric type: %w", err)
+	}
+	meta := azureCosmosDBMetadata{}
+	if err := config.TypedConfig(&meta); err != nil {
+		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
+	}
+	meta.TriggerIndex = config.TriggerIndex
+	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
+	data, leases, err := account.Resolve(account.Settings{
+		Connection: meta.Connection, Endpoint: meta.Endpoint, Key: meta.CosmosDBKey,
+		LeaseConnection: meta.LeaseConnection, LeaseEndpoint: meta.LeaseEndpoint, LeaseKey: meta.LeaseCosmosDBKey,
+		TenantID: meta.TenantID, ClientID: meta.ClientID, ClientSecret: meta.ClientSecret,
+		Cloud: meta.Cloud, CosmosDBResourceURL: meta.CosmosDBResourceURL, ActiveDirectoryEndpoint: meta.ActiveDirectoryEndpoint,
+		PodIdentity: config.PodIdentity,
+	}, account.CredentialOptions{Transport: httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
+	}
+	clientOptions := account.ClientOptions{Transport: httpClient}
+	return &azureCosmosDBScaler{
+		metricType: metricType,
+		metadata:   meta,
+		logger:     InitializeLogger(config, "azure_cosmosdb_scaler"),
+		estimator: lag.NewEstimator(lag.Config{
+			Data:           account.NewClient(data, clientOptions),
+			Lease:          account.NewClient(leases, clientOptions),
+			Database:       meta.DatabaseID,
+			Container:      meta.ContainerID,
+			LeaseDatabase:  meta.LeaseDatabaseID,
+			LeaseContainer: meta.LeaseContainerID,
+			Processor:      meta.ProcessorName,
+		}),
+	}, nil
+}
+
+// GetMetricSpecForScaling returns one external metric whose name is unique
+// per processor and lease container, with the lag threshold as its target.
+func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
+	name := kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s-%s", s.metadata.LeaseDatabaseID, s.metadata.LeaseContainerID, s.metadata.ProcessorName))
+	externalMetric := &v2.ExternalMetricSource{
+		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, name)},
+		Target: GetMetricTarget(s.metricType, s.metadata.ChangeFeedLagThreshold),
+	}
+	return []v2.MetricSpec{{External: externalMetric, Type: v2.ExternalMetricSourceType}}
+}
+
+// GetMetricsAndActivity estimates the processor's lag and returns the
+// capped metric; it is active when the total lag exceeds the activation
+// threshold. Any failure is returned as is: no partial or cached value.
+func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
+	result, err := s.estimator.Estimate(ctx)
+	if err != nil {
+		return []external_metrics.ExternalMetricValue{}, false, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.metadata.ProcessorName, err)
+	}
+	summary := lag.Summarize(result, s.metadata.ChangeFeedLagThreshold, s.metadata.ActivationChangeFeedLagThreshold)
+	if result.StaleParents > 0 {
+		s.logger.Info("partition split: stale parent lease(s) remain after a lease refresh; waking the processor to replace them",
+			"processor", s.metadata.ProcessorName, "staleParents", result.StaleParents)
+	} else if result.SplitRetried {
+		s.logger.Info("partition split seen; estimate redone after a lease refresh", "processor", s.metadata.ProcessorName)
+	}
+	s.logger.V(1).Info("change feed lag estimated",
+		"processor", s.metadata.ProcessorName, "leases", len(result.Leases), "totalLag", summary.TotalLag,
+		"activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
+		"requests", result.Requests, "requestCharge", result.RequestCharge, "duration", result.Duration)
+	metric := GenerateMetricInMili(metricName, float64(summary.Metric))
+	return []external_metrics.ExternalMetricValue{metric}, summary.Active, nil
+}
+
+// Close has nothing to release: connections belong to KEDA's shared transport.
+func (s *azureCosmosDBScaler) Close(context.Context) error { return nil }
