@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -45,14 +46,24 @@ func selfSignedCert() (tls.Certificate, *x509.CertPool, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }
 
-// caSignedCert makes a throw-away CA and a loopback server certificate it
-// signed; it returns the server certificate and the CA in PEM form.
-func caSignedCert() (tls.Certificate, []byte, *x509.CertPool, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// testCA is a throw-away certificate authority that mints server
+// certificates on demand, one per host name (or IP address).
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+	pem  []byte
+
+	mu    sync.Mutex
+	leafs map[string]*tls.Certificate
+}
+
+func newTestCA() (*testCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+		return nil, err
 	}
-	caTmpl := &x509.Certificate{
+	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "cosmostest throw-away CA"},
 		NotBefore:             time.Now().Add(-time.Hour),
@@ -61,21 +72,39 @@ func caSignedCert() (tls.Certificate, []byte, *x509.CertPool, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+		return nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{
+		cert:  cert,
+		key:   key,
+		pool:  pool,
+		pem:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		leafs: map[string]*tls.Certificate{},
+	}, nil
+}
+
+// leaf returns a certificate for host; "" means the loopback addresses.
+func (ca *testCA) leaf(host string) (*tls.Certificate, error) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if c, ok := ca.leafs[host]; ok {
+		return c, nil
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{CommonName: "localhost"},
+		Subject:      pkix.Name{CommonName: "cosmostest " + host},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -83,14 +112,18 @@ func caSignedCert() (tls.Certificate, []byte, *x509.CertPool, error) {
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		DNSNames:     []string{"localhost"},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+	} else if host != "" && host != "localhost" {
+		tmpl.DNSNames = append(tmpl.DNSNames, host)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, pool, nil
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key}
+	ca.leafs[host] = c
+	return c, nil
 }
 
 func randomSerial() *big.Int {
