@@ -1,0 +1,59 @@
+package account
+
+import (
+	"strings"
+	"testing"
+)
+
+const testKey = "c2VjcmV0LWtleS1mb3ItdGVzdHM=" // base64, decodes to a test secret
+
+func TestParseConnectionString(t *testing.T) {
+	u, k, err := ParseConnectionString(" accountendpoint=https://myaccount.documents.azure.com:443/ ; AccountKey=" + testKey + "; ApplicationName=x;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.String() != "https://myaccount.documents.azure.com:443/" || string(k) != "secret-key-for-tests" {
+		t.Fatalf("got %s and %q", u, k)
+	}
+	for _, bad := range []string{"", "AccountKey=" + testKey, "AccountEndpoint=https://a.documents.azure.com/", "garbage;" + testKey,
+		"AccountEndpoint=https://a.documents.azure.com/;AccountKey=%%%" + testKey, "AccountEndpoint=https:///;AccountKey=" + testKey} {
+		_, _, err := ParseConnectionString(bad)
+		if err == nil {
+			t.Errorf("ParseConnectionString(%q) succeeded", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), testKey) {
+			t.Errorf("error quotes the key: %v", err)
+		}
+	}
+}
+
+func TestResourceOfPath(t *testing.T) {
+	for path, want := range map[string][2]string{
+		"/":                          {"", ""},
+		"/dbs/d":                     {"dbs", "dbs/d"},
+		"/dbs/d/colls/c":             {"colls", "dbs/d/colls/c"},
+		"/dbs/d/colls/c/docs":        {"docs", "dbs/d/colls/c"},
+		"/dbs/d/colls/c/pkranges":    {"pkranges", "dbs/d/colls/c"},
+		"/dbs/d/colls/c/docs/item 1": {"docs", "dbs/d/colls/c/docs/item 1"},
+	} {
+		typ, link := resourceOf(path)
+		if typ != want[0] || link != want[1] {
+			t.Errorf("resourceOf(%q) = %q, %q; want %q, %q", path, typ, link, want[0], want[1])
+		}
+	}
+}
+
+func TestAccountName(t *testing.T) {
+	for host, want := range map[string]string{
+		"myaccount.documents.azure.com":             "myaccount",
+		"MyAccount.privatelink.documents.azure.com": "myaccount",
+		"127.0.0.1": "127.0.0.1",
+		"localhost": "localhost",
+		"::1":       "::1",
+	} {
+		if got := AccountName(host); got != want {
+			t.Errorf("AccountName(%q) = %q, want %q", host, got, want)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package lease
+
+import (
+	"encoding/base64"
+	"testing"
+)
+
+func encodeJavaState(token string) string {
+	state := `{"V":1,"Rid":"coll==","Mode":"INCREMENTAL","StartFrom":{"Type":"BEGINNING"},"Continuation":{"V":1,"Rid":"coll==","Continuation":[{"token":` + token + `,"range":{"min":"","max":"FF"}}],"Range":{"min":"","max":"FF"}}}`
+	return base64.StdEncoding.EncodeToString([]byte(state))
+}
+
+// Real documents of each writer decode to the same Lease shape.
+func TestDecodeEachWriterFormat(t *testing.T) {
+	cases := []struct {
+		name string
+		doc  string
+		want Lease
+	}{
+		{".NET v3 v0", `{"id":"p..0","version":0,"LeaseToken":"0","FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"host-1","ContinuationToken":"\"24\"","properties":{},"Mode":"Incremental Feed"}`,
+			Lease{ID: "p..0", Token: "0", Format: DotNetV0, Continuation: `"24"`, Owner: "host-1"}},
+		{".NET v3 v1", `{"id":"p..05C1DFFFFFFFFC-FF","version":1,"LeaseToken":"05C1DFFFFFFFFC-FF","FeedRange":{"Range":{"min":"05C1DFFFFFFFFC","max":"FF"}},"Owner":null,"ContinuationToken":"\"100\""}`,
+			Lease{ID: "p..05C1DFFFFFFFFC-FF", Token: "05C1DFFFFFFFFC-FF", Format: DotNetV1, EPK: true, Min: "05C1DFFFFFFFFC", Max: "FF", Continuation: `"100"`}},
+		{"Java v4 v0", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\"","timestamp":"x","Owner":"ZKNjph"}`,
+			Lease{ID: "p..3", Token: "3", Format: JavaV0, Continuation: `"11"`, Owner: "ZKNjph"}},
+		{"Java v4 v1", `{"id":"p..-FF","LeaseToken":"-FF","ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `","Owner":"ZKNjph","version":1,"feedRange":{"Range":{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}}}`,
+			Lease{ID: "p..-FF", Token: "-FF", Format: JavaV1, EPK: true, Min: "", Max: "FF", Continuation: `"11"`, Owner: "ZKNjph"}},
+		{".NET v2 library", `{"id":"p..7","PartitionId":"7","Owner":"w","ContinuationToken":"\"5\""}`,
+			Lease{ID: "p..7", Token: "7", Format: DotNetV2Library, Continuation: `"5"`, Owner: "w"}},
+		{"bare LSN continuation", `{"id":"p..1","version":0,"LeaseToken":"1","ContinuationToken":"42"}`,
+			Lease{ID: "p..1", Token: "1", Format: DotNetV0, Continuation: `"42"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode([]byte(tc.doc))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Documents that are not decodable leases are ignored (spec): bookkeeping
+// documents, leases without a token or a checkpoint, malformed values.
+func TestDecodeIgnoresNonLeases(t *testing.T) {
+	for name, doc := range map[string]string{
+		"info marker":              `{"id":"p.info"}`,
+		"lock":                     `{"id":"p.lock","ttl":60}`,
+		"no continuation yet":      `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":null}`,
+		"empty continuation":       `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":""}`,
+		"no lease token":           `{"id":"p..0","version":0,"ContinuationToken":"\"1\""}`,
+		"not JSON":                 `{"id":`,
+		"continuation not an etag": `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"abc\""}`,
+		"v1 without range":         `{"id":"p..x","version":1,"LeaseToken":"x","ContinuationToken":"\"1\""}`,
+		"v1 inverted range":        `{"id":"p..x","version":1,"LeaseToken":"x","FeedRange":{"Range":{"min":"AA","max":"10"}},"ContinuationToken":"\"1\""}`,
+		"java state without token": `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaState("null") + `"}`,
+		"java state garbage":       `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"!!notbase64!!"}`,
+		"unknown version":          `{"id":"p..0","version":7,"LeaseToken":"0","ContinuationToken":"\"1\""}`,
+		"LSN overflows int64":      `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"99999999999999999999\""}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if l, err := Decode([]byte(doc)); err == nil {
+				t.Fatalf("decoded %+v, want it ignored", l)
+			}
+		})
+	}
+}
+
+// A lease is ours only when processor, account, database and container all
+// match; private-link and regional host names of the same account match.
+func TestScopeOwns(t *testing.T) {
+	s := Scope{Processor: "orders", Account: "myaccount", DatabaseRID: "dbRID", ContainerRID: "collRID==", DatabaseID: "app_db", ContainerID: "orders_v2"}
+	for id, want := range map[string]bool{
+		"ordersmyaccount.documents.azure.com_dbRID_collRID==..0":             true,
+		"ordersmyaccount.privatelink.documents.azure.com_dbRID_collRID==..0": true,
+		"ordersmyaccount-westus2.documents.azure.com_dbRID_collRID==..05-FF": true,
+		"ordersmyaccount.documents.azure.com_app_db_orders_v2..3":            true, // Java v0 names
+		"ordersmyaccount.documents.azure.com_dbRID_collRID==.info":           false,
+		"ordersmyaccount.documents.azure.com_dbRID_collRID==.lock":           false,
+		"ordersmyaccount.documents.azure.com_dbRID_collRID==..":              false,
+		"orders2myaccount.documents.azure.com_dbRID_collRID==..0":            false, // another processor
+		"ordersother.documents.azure.com_dbRID_collRID==..0":                 false, // another account
+		"ordersmyaccount-other-thing.documents.azure.com_dbRID_collRID==..0": false,
+		"ordersmyaccount.documents.azure.com_dbRID_otherRID==..0":            false, // another container
+		"ordersmyaccount.documents.azure.com_app_db_orders..0":               false,
+		"billingmyaccount.documents.azure.com_dbRID_collRID==..0":            false,
+	} {
+		if got := s.Owns(id); got != want {
+			t.Errorf("Owns(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
