@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	v2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+type demoOptions struct {
+	sim         simConfig
+	threshold   int64
+	activation  int64
+	maxReplicas int
+	cooldown    time.Duration
+	chart       string
+}
+
+// demoPoll is one row of the demo's table.
+type demoPoll struct {
+	At               time.Duration
+	TotalLag         int64
+	ActivePartitions int64
+	Metric           int64
+	Active           bool
+	Replicas         int32 // after this poll's scaling decision
+	Requests         int
+	RequestCharge    float64
+	StaleParents     bool
+	Err              error
+	Events           []string
+}
+
+func demoFlags(o *demoOptions, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cosmoslag demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.sim.Partitions, "partitions", 4, "physical partition key ranges of the monitored container (1-32)")
+	fs.Int64Var(&o.threshold, "threshold", 100, "trigger changeFeedLagThreshold: target lag per replica")
+	fs.Int64Var(&o.activation, "activation", 0, "trigger activationChangeFeedLagThreshold: lag above which 0 replicas activate")
+	fs.Float64Var(&o.sim.WriteRate, "write-rate", 60, "base write rate, items per second (the burst writes 4 times as much)")
+	fs.Float64Var(&o.sim.DrainRate, "drain-rate", 50, "items per second one processor replica handles")
+	fs.DurationVar(&o.sim.Duration, "duration", 24*time.Second, "length of the simulation")
+	fs.DurationVar(&o.sim.Interval, "interval", time.Second, "polling interval of the scaler (one table row each)")
+	fs.IntVar(&o.maxReplicas, "max-replicas", 10, "ScaledObject maxReplicaCount")
+	fs.DurationVar(&o.cooldown, "cooldown", 3*time.Second, "ScaledObject cooldownPeriod before scaling back to 0")
+	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
+	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
+
+Runs the azure-cosmosdb scaler against an embedded Cosmos DB server (no
+Azure account needed) while simulating a deployment:
+
+  - writers insert into a container with several physical partitions: an
+    idle start, steady traffic, a burst with a hot partition key, then idle;
+  - the hot key's partition splits part-way through;
+  - a change feed processor drains at --drain-rate per replica, one lease
+    per replica, checkpointing like a real processor, and replaces the split
+    partition's lease with its children whenever one replica is running;
+  - the real scaler (scalers.NewAzureCosmosDBScaler) is polled every
+    --interval and a model of KEDA and the HPA sets the replica count:
+    activation from 0, ceil(metric / threshold) replicas, scale to 0 after
+    --cooldown without lag.
+
+Each poll prints one row: simulated time, the scaler's total lag, active
+partitions and metric, whether the trigger is active, the replicas chosen,
+and the HTTP requests and request units the poll cost. A summary follows.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (o *demoOptions) validate() error {
+	var errs []error
+	s := o.sim
+	if s.Partitions < 1 || s.Partitions > 32 {
+		errs = append(errs, fmt.Errorf("--partitions must be between 1 and 32, got %d", s.Partitions))
+	}
+	if o.threshold <= 0 {
+		errs = append(errs, fmt.Errorf("--threshold must be greater than 0, got %d", o.threshold))
+	}
+	if o.activation < 0 || o.activation >= o.threshold {
+		errs = append(errs, fmt.Errorf("--activation must be at least 0 and below --threshold, got %d", o.activation))
+	}
+	if s.WriteRate < 0 || s.WriteRate > 10000 || s.DrainRate <= 0 || s.DrainRate > 100000 {
+		errs = append(errs, errors.New("--write-rate must be within [0, 10000] and --drain-rate within (0, 100000]"))
+	}
+	if s.Interval < 50*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--interval must be at least 50ms, got %s", s.Interval))
+	}
+	if s.Duration < 2*s.Interval || s.Duration > time.Hour {
+		errs = append(errs, fmt.Errorf("--duration must be at least two intervals and at most 1h, got %s", s.Duration))
+	}
+	if o.maxReplicas < 1 || o.maxReplicas > 1000 {
+		errs = append(errs, fmt.Errorf("--max-replicas must be between 1 and 1000, got %d", o.maxReplicas))
+	}
+	if o.cooldown < 0 {
+		errs = append(errs, fmt.Errorf("--cooldown must not be negative, got %s", o.cooldown))
+	}
+	return errors.Join(errs...)
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o demoOptions
+	fs := demoFlags(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitBadArgs
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cosmoslag demo: unexpected argument %q\n", fs.Arg(0))
+		return exitBadArgs
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
+		return exitBadArgs
+	}
+	polls, err := demo(ctx, o, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
+		return exitFailed
+	}
+	if o.chart != "" {
+		if err := writeChart(o.chart, polls, o); err != nil {
+			fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "  chart              %s\n", o.chart)
+	}
+	return exitOK
+}
+
+// demo runs the simulation and prints the table and the summary.
+func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error) {
+	w, err := newWorld(o.sim)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the embedded server: %w", err)
+	}
+	defer w.close()
+
+	config := &scalersconfig.ScalerConfig{
+		ScalableObjectName:      demoProcessor,
+		ScalableObjectNamespace: "demo",
+		ScalableObjectType:      "ScaledObject",
+		TriggerType:             "azure-cosmosdb",
+		GlobalHTTPTimeout:       10 * time.Second,
+		MetricType:              v2.AverageValueMetricType,
+		TriggerMetadata: map[string]string{
+			"databaseId":                       demoDatabase,
+			"containerId":                      demoContainer,
+			"leaseDatabaseId":                  demoDatabase,
+			"leaseContainerId":                 demoLeaseContainer,
+			"processorName":                    demoProcessor,
+			"changeFeedLagThreshold":           strconv.FormatInt(o.threshold, 10),
+			"activationChangeFeedLagThreshold": strconv.FormatInt(o.activation, 10),
+		},
+		AuthParams: map[string]string{"connection": w.srv.ConnectionString()},
+	}
+	scaler, err := scalers.NewAzureCosmosDBScaler(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the scaler: %w", err)
+	}
+	defer scaler.Close(context.Background())
+	metricName := scaler.GetMetricSpecForScaling(ctx)[0].External.Metric.Name
+
+	records := make(chan logRecord, 64)
+	cancel := scalerLogs.subscribe(func(r logRecord) {
+		if r.stringValue("processor") == demoProcessor {
+			select {
+			case records <- r:
+			default:
+			}
+		}
+	})
+	defer cancel()
+
+	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown}
+	steps := int(o.sim.Duration / o.sim.Interval)
+	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, seed %d\n",
+		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, o.sim.Seed)
+	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), demoProcessor, metricName)
+	printPollHeader(out)
+
+	var polls []demoPoll
+	replicas := int32(0)
+	start := time.Now()
+	simStart := time.Unix(0, 0)
+	for k := 0; k <= steps; k++ {
+		var events []string
+		if k > 0 {
+			if events, err = w.step(ctx, k, int(replicas)); err != nil {
+				return polls, fmt.Errorf("simulation: %w", err)
+			}
+		}
+		if !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
+			fmt.Fprintln(out, "interrupted")
+			break
+		}
+		at := time.Duration(k) * o.sim.Interval
+		p := pollScaler(ctx, scaler, metricName, w, records)
+		p.At, p.Events = at, append(events, p.Events...)
+		if p.Err == nil {
+			d := hpa.step(simStart.Add(at), replicas, p.Metric, p.Active)
+			if d.Replicas != replicas {
+				p.Events = append(p.Events, d.Reason)
+			}
+			replicas = d.Replicas
+		} else {
+			p.Events = append(p.Events, "poll failed, replicas unchanged: "+p.Err.Error())
+		}
+		p.Replicas = replicas
+		polls = append(polls, p)
+		printPoll(out, p)
+	}
+	printDemoSummary(out, o, w, polls)
+	return polls, nil
+}
+
+// pollScaler polls the scaler once as KEDA does and collects what the
+// scaler logged about that poll.
+func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, w *world, records <-chan logRecord) demoPoll {
+	var p demoPoll
+	before := w.srv.Count("")
+	pollCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	metrics, active, err := s.GetMetricsAndActivity(pollCtx, metricName)
+	cancel()
+	p.Requests = w.srv.Count("") - before
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	if len(metrics) > 0 {
+		p.Metric = metrics[0].Value.Value()
+	}
+	p.Active = active
+	for {
+		select {
+		case r := <-records:
+			switch {
+			case r.Msg == "change feed lag estimated":
+				p.TotalLag, p.ActivePartitions = r.int64Value("totalLag"), r.int64Value("activePartitions")
+				p.RequestCharge = r.float64Value("requestCharge")
+			case r.int64Value("staleParents") > 0:
+				p.StaleParents = true
+				p.Events = append(p.Events, fmt.Sprintf("scaler: %d stale parent lease(s), wakes the processor", r.int64Value("staleParents")))
+			case strings.HasPrefix(r.Msg, "partition split"):
+				p.Events = append(p.Events, "scaler: split seen, estimate redone")
+			}
+		default:
+			return p
+		}
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

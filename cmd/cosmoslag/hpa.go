@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	v2 "k8s.io/api/autoscaling/v2"
+)
+
+// KEDA's defaults for a ScaledObject and the HPA controller's default
+// tolerance (--horizontal-pod-autoscaler-tolerance).
+const (
+	defaultMinReplicas = 0
+	defaultMaxReplicas = 100
+	defaultCooldown    = 300 * time.Second
+	hpaTolerance       = 0.1
+)
+
+// autoscaler is a small model of KEDA plus the HPA for one trigger:
+//
+//   - at 0 replicas, KEDA activates the workload to max(minReplicaCount, 1)
+//     when the trigger is active, and otherwise leaves it at 0;
+//   - with replicas running, KEDA scales back to 0 (minReplicaCount 0 only)
+//     once the trigger has been inactive for the cooldown period;
+//   - otherwise the HPA sets the count from the metric: for AverageValue
+//     ceil(metric / target), for Value ceil(current × metric / target),
+//     unless the ratio is within the 10 % tolerance, bounded by
+//     [max(minReplicaCount, 1), maxReplicaCount].
+//
+// Not modelled: the HPA's scale-down stabilization window, its scale-up rate
+// policies and KEDA's fallback. Each call to step is one polling interval.
+type autoscaler struct {
+	Min, Max   int32
+	Target     int64 // changeFeedLagThreshold: the metric target
+	MetricType v2.MetricTargetType
+	Cooldown   time.Duration
+
+	lastActive time.Time
+	everActive bool
+}
+
+// decision is the replica count after one step and why.
+type decision struct {
+	Replicas int32  `json:"replicas"`
+	Reason   string `json:"reason"`
+}
+
+func (a *autoscaler) step(now time.Time, current int32, metric int64, active bool) decision {
+	if active {
+		a.lastActive, a.everActive = now, true
+	}
+	switch {
+	case current == 0 && active:
+		n := max(a.Min, 1)
+		return decision{n, fmt.Sprintf("KEDA activates 0 → %d", n)}
+	case current == 0 && a.Min == 0:
+		return decision{0, "inactive, stays at 0"}
+	case !active && a.Min == 0 && (!a.everActive || now.Sub(a.lastActive) >= a.Cooldown):
+		return decision{0, fmt.Sprintf("inactive for the cooldown period (%s): KEDA scales to 0", a.Cooldown)}
+	}
+	return a.hpa(max(current, 1), metric)
+}
+
+// hpa is the HPA's computation for a running workload.
+func (a *autoscaler) hpa(current int32, metric int64) decision {
+	target := float64(max(a.Target, 1))
+	var ratio, want float64
+	var formula string
+	if a.MetricType == v2.ValueMetricType {
+		ratio = float64(metric) / target
+		want = math.Ceil(ratio * float64(current))
+		formula = fmt.Sprintf("ceil(%d × %d / %d) = %.0f", current, metric, a.Target, want)
+	} else {
+		ratio = float64(metric) / (target * float64(current))
+		want = math.Ceil(float64(metric) / target)
+		formula = fmt.Sprintf("ceil(%d / %d) = %.0f", metric, a.Target, want)
+	}
+	if math.Abs(1-ratio) <= hpaTolerance {
+		return decision{a.clamp(current), fmt.Sprintf("HPA: within tolerance (usage ratio %.2f), keeps %d", ratio, current)}
+	}
+	n := a.clamp(int32(min(want, math.MaxInt32)))
+	reason := "HPA: " + formula
+	if float64(n) != want {
+		reason += fmt.Sprintf(", bounded to [%d, %d]", max(a.Min, 1), a.Max)
+	}
+	return decision{n, reason}
+}
+
+func (a *autoscaler) clamp(n int32) int32 {
+	return min(max(n, a.Min, 1), max(a.Max, 1))
+}

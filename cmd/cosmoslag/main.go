@@ -1,0 +1,79 @@
+// Command cosmoslag runs the azure-cosmosdb KEDA scaler outside a cluster.
+//
+//	cosmoslag demo    simulate a change feed processor on an embedded Cosmos DB server
+//	cosmoslag check   run one estimate for the trigger of a ScaledObject
+//
+// Both subcommands build the scaler through scalers.NewAzureCosmosDBScaler,
+// the constructor KEDA itself calls, so what they print is what the
+// operator would see.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the estimate (or the demo) failed at run time
+	exitBadArgs = 2 // flags, files or trigger configuration are invalid
+)
+
+// command is one subcommand. A later "serve" is one more entry in commands.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+var commands = []command{
+	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", runDemo},
+	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", runCheck},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	installScalerLogSink()
+	if len(args) == 0 {
+		usage(stderr)
+		return exitBadArgs
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitBadArgs
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "cosmoslag runs the KEDA azure-cosmosdb scaler outside the cluster.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage:")
+	fmt.Fprintln(w, "  cosmoslag <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "cosmoslag <command> --help" for the flags of a command.`)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// The demo's live table and summary.
+
+const pollFormat = "%7s %7s %10s %7s %6s %8s %8s %7s  %s\n"
+
+func printPollHeader(w io.Writer) {
+	fmt.Fprintf(w, pollFormat, "TIME", "LAG", "PARTITIONS", "METRIC", "ACTIVE", "REPLICAS", "REQUESTS", "RU", "EVENTS")
+}
+
+func printPoll(w io.Writer, p demoPoll) {
+	if p.Err != nil {
+		fmt.Fprintf(w, pollFormat, seconds(p.At), "-", "-", "-", "-", fmt.Sprint(p.Replicas), fmt.Sprint(p.Requests), "-", strings.Join(p.Events, "; "))
+		return
+	}
+	lag := fmt.Sprint(p.TotalLag)
+	if p.StaleParents {
+		lag += "*"
+	}
+	fmt.Fprintf(w, pollFormat, seconds(p.At), lag, fmt.Sprint(p.ActivePartitions), fmt.Sprint(p.Metric), yesNo(p.Active),
+		fmt.Sprint(p.Replicas), fmt.Sprint(p.Requests), fmt.Sprintf("%.1f", p.RequestCharge), strings.Join(p.Events, "; "))
+}
+
+func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll) {
+	var (
+		peak                          demoPoll
+		peakReplicas                  demoPoll
+		requests, failed, staleParent int
+		charge                        float64
+		activatedAt, zeroAt           = time.Duration(-1), time.Duration(-1)
+		prev                          int32
+	)
+	for i, p := range polls {
+		requests += p.Requests
+		charge += p.RequestCharge
+		if p.Err != nil {
+			failed++
+		}
+		if p.StaleParents {
+			staleParent++
+		}
+		if p.TotalLag > peak.TotalLag {
+			peak = p
+		}
+		if p.Replicas > peakReplicas.Replicas {
+			peakReplicas = p
+		}
+		if i > 0 && prev == 0 && p.Replicas > 0 && activatedAt < 0 {
+			activatedAt = p.At
+		}
+		if i > 0 && prev > 0 && p.Replicas == 0 {
+			zeroAt = p.At
+		}
+		prev = p.Replicas
+	}
+	n := max(len(polls), 1)
+	fmt.Fprintf(w, "\nSummary: %d polls over %s (seed %d)\n", len(polls), seconds(polls[len(polls)-1].At), o.sim.Seed)
+	fmt.Fprintf(w, "  items written      %d; processed %d; backlog left %d\n", world.Written, world.Processed, world.backlog())
+	fmt.Fprintf(w, "  peak lag           %d at %s (metric %d, %d active partitions)\n", peak.TotalLag, seconds(peak.At), peak.Metric, peak.ActivePartitions)
+	fmt.Fprintf(w, "  replicas           %s\n", replicaStory(activatedAt, peakReplicas, zeroAt))
+	if world.SplitInfo != "" {
+		fmt.Fprintf(w, "  split              %s; %d poll(s) saw a stale parent lease\n", world.SplitInfo, staleParent)
+	}
+	fmt.Fprintf(w, "  scaler requests    %d (%.1f per poll), %.1f RU (%.2f per poll)\n", requests, float64(requests)/float64(n), charge, charge/float64(n))
+	fmt.Fprintf(w, "  failed polls       %d\n", failed)
+}
+
+func replicaStory(activatedAt time.Duration, peak demoPoll, zeroAt time.Duration) string {
+	if activatedAt < 0 {
+		return "never activated"
+	}
+	s := fmt.Sprintf("activated at %s, peak %d at %s", seconds(activatedAt), peak.Replicas, seconds(peak.At))
+	if zeroAt > activatedAt {
+		s += ", back to 0 at " + seconds(zeroAt)
+	} else {
+		s += ", still running at the end"
+	}
+	return s
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+)
+
+// The simulated deployment: writers insert into a monitored container on the
+// embedded server, and a change feed processor with R replicas drains it and
+// checkpoints its leases. Time is simulated in whole polling intervals, so a
+// run depends only on its flags and seed, not on how fast the machine is.
+
+const (
+	demoDatabase       = "shop"
+	demoContainer      = "orders"
+	demoLeaseContainer = "leases"
+	demoProcessor      = "order-projector"
+	demoHotKey         = "tenant-hot"
+)
+
+// phase is a stretch of the timeline, in fractions of the run's duration.
+type phase struct {
+	from     float64 // start, as a fraction of the duration
+	name     string
+	rate     float64 // multiple of --write-rate
+	hotShare float64 // share of the writes that go to one partition key
+}
+
+// timeline: an idle start (the processor sits at 0 replicas), steady
+// traffic, a burst with a hot partition key, the hot key alone carrying on,
+// then an idle tail in which the processor catches up and scales to zero.
+// The hot key's physical range splits during the burst.
+var timeline = []phase{
+	{0.00, "idle", 0, 0},
+	{0.08, "steady writes", 1, 0},
+	{0.25, "burst ×4, hot key", 4, 0.3},
+	{0.38, "hot key", 1, 0.5},
+	{0.55, "idle", 0, 0},
+}
+
+const splitAt = 0.33 // fraction of the duration at which the hot range splits
+
+type simConfig struct {
+	Partitions int
+	WriteRate  float64 // items per second at rate ×1
+	DrainRate  float64 // items per second one replica processes
+	Duration   time.Duration
+	Interval   time.Duration
+	Seed       uint64
+}
+
+// simLease is the processor's view of one of its leases.
+type simLease struct {
+	token      string // a partition key range id (the demo uses .NET v0 leases)
+	checkpoint int64  // LSN of the last processed change
+	owner      int    // replica number, 0 = unowned
+	carry      float64
+	stale      bool  // its range split; the next running replica replaces it
+	caughtUp   int64 // range LSN at which a read last found nothing more; -1 = never
+}
+
+type world struct {
+	cfg    simConfig
+	rng    *rand.Rand
+	srv    *cosmostest.Server
+	data   *cosmostest.Container
+	proc   *cosmostest.Processor
+	feed   *feedReader
+	leases map[string]*simLease
+
+	hotRange   string // range holding demoHotKey, split at splitStep
+	splitStep  int
+	phase      int
+	writeCarry float64
+
+	Written, Processed int64
+	SplitInfo          string // "range 2 → 4, 5"
+}
+
+func newWorld(cfg simConfig) (*world, error) {
+	w := &world{
+		cfg:       cfg,
+		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x636f736d6f736c67)),
+		srv:       cosmostest.NewServer(),
+		leases:    map[string]*simLease{},
+		splitStep: int(math.Round(splitAt * float64(cfg.Duration) / float64(cfg.Interval))),
+		phase:     -1,
+	}
+	db := w.srv.CreateDatabase(demoDatabase)
+	w.data = db.CreateContainer(demoContainer, "/tenant", cfg.Partitions)
+	leases := db.CreateContainer(demoLeaseContainer, "/id", 1)
+
+	// Find the hot key's range by writing one item for it before the
+	// processor starts (its leases begin at the current position).
+	before := w.lsns()
+	if err := w.data.WriteItems(demoHotKey, 1); err != nil {
+		w.close()
+		return nil, err
+	}
+	for id, lsn := range w.lsns() {
+		if lsn != before[id] {
+			w.hotRange = id
+		}
+	}
+
+	w.proc = cosmostest.NewProcessor(demoProcessor, w.data, leases, cosmostest.DotNetV0)
+	tokens, err := w.proc.CreateLeases(true)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	for _, t := range tokens {
+		w.leases[t] = &simLease{token: t, checkpoint: w.data.LSN(t), caughtUp: -1}
+	}
+	if w.feed, err = newFeedReader(w.srv, demoDatabase, demoContainer); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *world) close() { w.srv.Close() }
+
+func (w *world) lsns() map[string]int64 {
+	out := map[string]int64{}
+	for _, r := range w.data.Ranges() {
+		out[r.ID] = w.data.LSN(r.ID)
+	}
+	return out
+}
+
+// step advances the world by one interval ending at poll number k: the
+// processor runs with the replicas set at the previous poll, the writers
+// write, and at splitStep the hot range splits. It returns what happened.
+func (w *world) step(ctx context.Context, k int, replicas int) ([]string, error) {
+	var events []string
+	ev, err := w.runProcessor(ctx, replicas)
+	if err != nil {
+		return nil, err
+	}
+	events = append(events, ev...)
+
+	elapsed := float64(k-1) * float64(w.cfg.Interval) / float64(w.cfg.Duration)
+	p := 0
+	for i, ph := range timeline {
+		if elapsed >= ph.from {
+			p = i
+		}
+	}
+	if p != w.phase {
+		w.phase = p
+		events = append(events, "writers: "+timeline[p].name)
+	}
+	if err := w.write(timeline[p]); err != nil {
+		return nil, err
+	}
+
+	if k == w.splitStep && w.SplitInfo == "" {
+		left, right, err := w.data.Split(w.hotRange)
+		if err != nil {
+			return nil, err
+		}
+		w.leases[w.hotRange].stale = true
+		w.SplitInfo = fmt.Sprintf("range %s → %s, %s", w.hotRange, left.ID, right.ID)
+		events = append(events, "split: "+w.SplitInfo)
+	}
+	return events, nil
+}
+
+// write inserts this interval's items: a jittered share of the phase's rate
+// spread over random ranges, the rest on the hot partition key.
+func (w *world) write(ph phase) error {
+	want := ph.rate*w.cfg.WriteRate*w.cfg.Interval.Seconds()*(0.8+0.4*w.rng.Float64()) + w.writeCarry
+	n := int(want)
+	w.writeCarry = want - float64(n)
+	if n == 0 {
+		return nil
+	}
+	hot := int(math.Round(float64(n) * ph.hotShare))
+	if hot > 0 {
+		if err := w.data.WriteItems(demoHotKey, hot); err != nil {
+			return err
+		}
+	}
+	ranges := w.data.Ranges()
+	perRange := make([]int, len(ranges))
+	for range n - hot {
+		perRange[w.rng.IntN(len(ranges))]++
+	}
+	for i, r := range ranges {
+		if perRange[i] > 0 {
+			if err := w.data.WriteItemsToRange(r.ID, perRange[i]); err != nil {
+				return err
+			}
+		}
+	}
+	w.Written += int64(n)
+	return nil
+}
+
+// runProcessor is one interval of a processor with `replicas` replicas.
+// Each replica owns at most one lease: it keeps a lease while it has work
+// and otherwise moves to the unowned lease with the most pending changes.
+// A stale parent lease is replaced by its children, which carry its
+// checkpoint, as soon as any replica runs; at 0 replicas it stays.
+func (w *world) runProcessor(ctx context.Context, replicas int) ([]string, error) {
+	var events []string
+	if replicas > 0 {
+		for _, l := range w.sortedLeases() {
+			if !l.stale {
+				continue
+			}
+			children, err := w.proc.ReplaceAfterSplit(l.token)
+			if err != nil {
+				return nil, err
+			}
+			delete(w.leases, l.token)
+			for _, c := range children {
+				w.leases[c] = &simLease{token: c, checkpoint: l.checkpoint, caughtUp: -1}
+			}
+			events = append(events, fmt.Sprintf("processor: lease %s replaced by %s", l.token, strings.Join(children, ", ")))
+		}
+	}
+
+	owned := map[int]*simLease{}
+	for _, l := range w.sortedLeases() {
+		if l.owner > replicas {
+			if err := w.setOwner(l, 0); err != nil {
+				return nil, err
+			}
+		} else if l.owner > 0 {
+			owned[l.owner] = l
+		}
+	}
+	for r := 1; r <= replicas; r++ {
+		cur := owned[r]
+		if cur != nil && w.pending(cur) > 0 {
+			continue
+		}
+		next := w.mostPendingUnowned(cur == nil)
+		if next == nil {
+			continue
+		}
+		if cur != nil {
+			if err := w.setOwner(cur, 0); err != nil {
+				return nil, err
+			}
+		}
+		if err := w.setOwner(next, r); err != nil {
+			return nil, err
+		}
+		owned[r] = next
+	}
+
+	for r := 1; r <= replicas; r++ {
+		l := owned[r]
+		if l == nil {
+			continue
+		}
+		budget := w.cfg.DrainRate*w.cfg.Interval.Seconds() + l.carry
+		n := int(budget)
+		l.carry = budget - float64(n)
+		if n <= 0 || w.pending(l) == 0 {
+			continue
+		}
+		lsn := w.data.LSN(l.token)
+		read, last, err := w.feed.read(ctx, l.token, l.checkpoint, n)
+		if err != nil {
+			return nil, err
+		}
+		if read < n {
+			l.caughtUp, l.carry = lsn, 0
+		}
+		if read == 0 {
+			continue
+		}
+		l.checkpoint = last
+		w.Processed += int64(read)
+		if err := w.proc.Checkpoint(l.token, l.checkpoint); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
+
+// pending is what the processor guesses of a lease's backlog without
+// reading: the LSNs after its checkpoint, or 0 if its last read found the
+// range drained and nothing was written since. After a split, a child's
+// guess includes the other child's share of the parent's backlog until a
+// read skips over it. A stale parent has none it can read.
+func (w *world) pending(l *simLease) int64 {
+	if l.stale {
+		return 0
+	}
+	lsn := w.data.LSN(l.token)
+	if lsn == l.caughtUp {
+		return 0
+	}
+	return max(lsn-l.checkpoint, 0)
+}
+
+// mostPendingUnowned returns the unowned lease with the largest backlog, or
+// with anyIdle the first unowned lease even if it has none.
+func (w *world) mostPendingUnowned(anyIdle bool) *simLease {
+	var best *simLease
+	var bestPending int64
+	for _, l := range w.sortedLeases() {
+		if l.owner != 0 || l.stale {
+			continue
+		}
+		p := w.pending(l)
+		if (best == nil && (p > 0 || anyIdle)) || p > bestPending {
+			best, bestPending = l, p
+		}
+	}
+	return best
+}
+
+func (w *world) setOwner(l *simLease, replica int) error {
+	l.owner = replica
+	name := ""
+	if replica > 0 {
+		name = fmt.Sprintf("%s-%d", demoProcessor, replica)
+	}
+	return w.proc.SetOwner(l.token, name)
+}
+
+// sortedLeases orders leases by numeric range id, for deterministic runs.
+func (w *world) sortedLeases() []*simLease {
+	out := make([]*simLease, 0, len(w.leases))
+	for _, l := range w.leases {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b *simLease) int {
+		if len(a.token) != len(b.token) {
+			return len(a.token) - len(b.token)
+		}
+		return strings.Compare(a.token, b.token)
+	})
+	return out
+}
+
+// backlog is the number of items written but not processed.
+func (w *world) backlog() int64 { return w.Written - w.Processed }
