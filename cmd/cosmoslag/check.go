@@ -2,11 +2,178 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
 )
 
-func runCheck(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "cosmoslag check: not implemented yet")
-	return exitBadArgs
+type checkOptions struct {
+	file     string
+	auth     listFlag
+	trigger  string
+	envFiles listFlag
+	set      keyValueFlag
+	current  int
+	output   string
+	emulator bool
+	timeout  time.Duration
+}
+
+func checkFlags(o *checkOptions, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cosmoslag check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.set.values = map[string]string{}
+	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required); may also hold the TriggerAuthentication")
+	fs.Var(&o.auth, "auth", "TriggerAuthentication or ClusterTriggerAuthentication YAML (repeatable)")
+	fs.StringVar(&o.trigger, "trigger", "", "index in spec.triggers (or name) of the azure-cosmosdb trigger, when there are several")
+	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")
+	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests (e.g. processorName=x),\nor a Secret key / environment variable the manifests reference (repeatable)")
+	fs.IntVar(&o.current, "current-replicas", 0, "replicas running now, for the HPA's decision")
+	fs.StringVar(&o.output, "o", "table", "output format: table or json")
+	fs.BoolVar(&o.emulator, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
+
+Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
+would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
+shows it lease by lease: token, format, owner, continuation, and the lag or
+"stale parent" (its partition split and the processor has not replaced it).
+Then the totals, the metric, whether the trigger is active, and the replicas
+KEDA and the HPA would choose from --current-replicas, bounded by the
+ScaledObject's minReplicaCount and maxReplicaCount.
+
+Nothing is read from a cluster. The manifests are parsed with KEDA's own API
+types; values the cluster would supply come from local sources, looked up by
+key in this order: --set, --env-file, the process environment.
+  secretTargetRef / configMapTargetRef {parameter, name, key}: the value of key
+  env {parameter, name}, and trigger ...FromEnv: NAME: the value of NAME
+Keys, connection strings and client secrets are never printed.
+
+Exit status: 0 estimate done, 1 estimate failed (the error is printed with
+secrets redacted), 2 invalid flags, files or trigger configuration.
+
+Examples:
+  cosmoslag check -f so.yaml --auth ta.yaml --env-file secrets.env --current-replicas 2
+  cosmoslag check -f so.yaml --set connection="$COSMOS_CONNECTION" -o json
+  cosmoslag check -f so.yaml --emulator
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o checkOptions
+	fs := checkFlags(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitBadArgs
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "cosmoslag check: "+format+"\n", a...)
+		return exitBadArgs
+	}
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case o.file == "":
+		return bad("-f scaledobject.yaml is required (see --help)")
+	case o.output != "table" && o.output != "json":
+		return bad("-o must be table or json, got %q", o.output)
+	case o.current < 0:
+		return bad("--current-replicas must not be negative")
+	case o.timeout <= 0:
+		return bad("--timeout must be positive")
+	}
+
+	values := newLocalValues()
+	for _, f := range o.envFiles {
+		if err := values.readEnvFile(f); err != nil {
+			return bad("--env-file: %v", err)
+		}
+	}
+	values.set = o.set.values
+	var m manifests
+	for _, f := range append([]string{o.file}, o.auth...) {
+		if err := readManifests(&m, f); err != nil {
+			return bad("%v", err)
+		}
+	}
+	setup, err := buildTrigger(&m, o.trigger, o.set.values, values, o.emulator)
+	if err != nil {
+		return bad("%s", redactAll(err.Error(), values.secrets))
+	}
+	for _, n := range setup.notes {
+		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", n)
+	}
+
+	if o.emulator {
+		srv, err := startEmulator(setup.config.TriggerMetadata)
+		if err != nil {
+			return bad("%v", err)
+		}
+		defer srv.Close()
+		setup.useEmulator(srv.ConnectionString(), srv.Key())
+		fmt.Fprintf(stderr, "cosmoslag check: --emulator: account settings replaced by an embedded server at %s\n", srv.URL())
+	}
+
+	report := &checkReport{
+		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, Emulator: o.emulator,
+		Database: setup.config.TriggerMetadata["databaseId"], Container: setup.config.TriggerMetadata["containerId"],
+		LeaseDatabase: setup.config.TriggerMetadata["leaseDatabaseId"], LeaseContainer: setup.config.TriggerMetadata["leaseContainerId"],
+		Processor: setup.config.TriggerMetadata["processorName"], MetricType: string(setup.config.MetricType),
+	}
+	scaler, err := scalers.NewAzureCosmosDBScaler(setup.config)
+	if err != nil {
+		return bad("the trigger is invalid: %s", redactAll(err.Error(), setup.secrets))
+	}
+	defer scaler.Close(context.Background())
+	if specs := scaler.GetMetricSpecForScaling(ctx); len(specs) > 0 && specs[0].External != nil {
+		report.MetricName = specs[0].External.Metric.Name
+	}
+	estimator, threshold, activation, err := scalerEstimator(scaler)
+	if err != nil {
+		fmt.Fprintf(stderr, "cosmoslag check: %v\n", err)
+		return exitFailed
+	}
+	report.Threshold, report.Activation = threshold, activation
+
+	estimateCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	result, err := estimator.Estimate(estimateCtx)
+	cancel()
+	if err != nil {
+		report.Error = redactAll(fmt.Sprintf("estimating change feed lag of processor %q: %v", report.Processor, err), setup.secrets)
+		if o.output == "json" {
+			_ = writeJSON(stdout, report)
+		}
+		fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
+		return exitFailed
+	}
+	report.fill(result, lag.Summarize(result, threshold, activation))
+	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown}
+	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
+	report.Replicas = &plan
+
+	if o.output == "json" {
+		err = writeJSON(stdout, report)
+	} else {
+		err = writeCheckTable(stdout, report)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cosmoslag check: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }

@@ -90,3 +90,27 @@ func (a *autoscaler) hpa(current int32, metric int64) decision {
 func (a *autoscaler) clamp(n int32) int32 {
 	return min(max(n, a.Min, 1), max(a.Max, 1))
 }
+
+// replicaPlan is where KEDA and the HPA would take a workload for one
+// metric reading, with the steps that lead there.
+type replicaPlan struct {
+	Current int32    `json:"current"`
+	Desired int32    `json:"desired"`
+	Min     int32    `json:"minReplicaCount"`
+	Max     int32    `json:"maxReplicaCount"`
+	Steps   []string `json:"steps"`
+}
+
+// settle applies one reading from current replicas: activation from 0 is
+// followed by the HPA's first decision; an inactive trigger is taken to have
+// been inactive for the whole cooldown period.
+func (a *autoscaler) settle(current int32, metric int64, active bool) replicaPlan {
+	d := a.step(time.Time{}, current, metric, active)
+	plan := replicaPlan{Current: current, Min: a.Min, Max: a.Max, Steps: []string{d.Reason}}
+	if current == 0 && d.Replicas > 0 {
+		d = a.hpa(d.Replicas, metric)
+		plan.Steps = append(plan.Steps, d.Reason)
+	}
+	plan.Desired = d.Replicas
+	return plan
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+)
+
+// manifests are the KEDA objects read from -f and --auth files.
+type manifests struct {
+	scaledObjects []kedav1alpha1.ScaledObject
+	auths         []namedAuth
+}
+
+// namedAuth is a TriggerAuthentication or ClusterTriggerAuthentication.
+type namedAuth struct {
+	kind, name string
+	spec       kedav1alpha1.TriggerAuthenticationSpec
+}
+
+// readManifests parses every YAML document of the files (documents are
+// separated by "---" lines) into KEDA's API types. Other kinds are skipped.
+func readManifests(m *manifests, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for i, doc := range splitYAML(raw) {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, i+1, err)
+		}
+		if head.Kind != "" && !strings.HasPrefix(head.APIVersion, "keda.sh/") {
+			continue
+		}
+		switch head.Kind {
+		case "ScaledObject":
+			var so kedav1alpha1.ScaledObject
+			if err := yaml.Unmarshal(doc, &so); err != nil {
+				return fmt.Errorf("%s: ScaledObject: %w", path, err)
+			}
+			m.scaledObjects = append(m.scaledObjects, so)
+		case "TriggerAuthentication", "ClusterTriggerAuthentication":
+			var ta kedav1alpha1.TriggerAuthentication // both kinds share the spec
+			if err := yaml.Unmarshal(doc, &ta); err != nil {
+				return fmt.Errorf("%s: %s: %w", path, head.Kind, err)
+			}
+			m.auths = append(m.auths, namedAuth{kind: head.Kind, name: ta.Name, spec: ta.Spec})
+		}
+	}
+	return nil
+}
+
+var yamlSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+
+func splitYAML(raw []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range yamlSeparator.Split(string(raw), -1) {
+		if len(bytes.TrimSpace([]byte(d))) > 0 {
+			docs = append(docs, []byte(d))
+		}
+	}
+	return docs
+}
+
+// localValues stands in for what the cluster would supply: the data of the
+// Secrets and ConfigMaps a TriggerAuthentication references and the
+// environment of the scale target's containers. A key is looked up in the
+// --set values, then the --env-file files (later files win), then the
+// process environment.
+type localValues struct {
+	set     map[string]string
+	files   map[string]string
+	secrets []string // values that must never be printed
+}
+
+func newLocalValues() *localValues {
+	return &localValues{set: map[string]string{}, files: map[string]string{}}
+}
+
+func (l *localValues) lookup(key string) (string, bool) {
+	if v, ok := l.set[key]; ok {
+		return v, true
+	}
+	if v, ok := l.files[key]; ok {
+		return v, true
+	}
+	if envName.MatchString(key) {
+		return os.LookupEnv(key)
+	}
+	return "", false
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// readEnvFile reads KEY=VALUE lines as written for
+// "kubectl create secret generic --from-env-file": blank lines and lines
+// starting with # are skipped; an optional "export " prefix and one pair of
+// surrounding quotes are removed. Every value is treated as a secret.
+func (l *localValues) readEnvFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return fmt.Errorf("%s:%d: expected KEY=VALUE", path, n)
+		}
+		value = strings.TrimSpace(value)
+		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+			if value[0] == '"' {
+				if uq, err := strconv.Unquote(value); err == nil {
+					value = uq
+				} else {
+					value = value[1 : len(value)-1]
+				}
+			} else {
+				value = value[1 : len(value)-1]
+			}
+		}
+		l.files[key] = value
+		l.secrets = append(l.secrets, value)
+	}
+	return sc.Err()
+}
+
+// keyValueFlag collects repeated key=value flags.
+type keyValueFlag struct{ values map[string]string }
+
+func (f *keyValueFlag) String() string { return "" }
+
+func (f *keyValueFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return errors.New("expected key=value") // the argument may be a secret: not echoed
+	}
+	f.values[strings.TrimSpace(k)] = v
+	return nil
+}
+
+// listFlag collects a repeated flag's values.
+type listFlag []string
+
+func (f *listFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *listFlag) Set(s string) error {
+	*f = append(*f, s)
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+)
+
+// checkReport is check's result, printed as a table or as JSON.
+type checkReport struct {
+	ScaledObject   string `json:"scaledObject"` // namespace/name
+	TriggerIndex   int    `json:"triggerIndex"`
+	TriggerName    string `json:"triggerName,omitempty"`
+	Emulator       bool   `json:"emulator,omitempty"`
+	Processor      string `json:"processorName"`
+	Database       string `json:"databaseId"`
+	Container      string `json:"containerId"`
+	LeaseDatabase  string `json:"leaseDatabaseId"`
+	LeaseContainer string `json:"leaseContainerId"`
+	MetricName     string `json:"metricName"`
+	MetricType     string `json:"metricType"`
+	Threshold      int64  `json:"changeFeedLagThreshold"`
+	Activation     int64  `json:"activationChangeFeedLagThreshold"`
+
+	Leases           []leaseRow   `json:"leases"`
+	StaleParents     int          `json:"staleParents"`
+	SplitRetried     bool         `json:"splitRetried"`
+	LeaseDocuments   int          `json:"leaseDocuments"` // documents the lease query returned
+	TotalLag         int64        `json:"totalLag"`
+	ActivePartitions int64        `json:"activePartitions"`
+	Metric           int64        `json:"metric"`
+	Active           bool         `json:"active"`
+	Replicas         *replicaPlan `json:"replicas,omitempty"`
+	Requests         int64        `json:"requests"`
+	RequestCharge    float64      `json:"requestCharge"`
+	DurationMillis   int64        `json:"durationMillis"`
+
+	Error string `json:"error,omitempty"`
+}
+
+type leaseRow struct {
+	Token        string `json:"token"`
+	Format       string `json:"format"`
+	Owner        string `json:"owner"`
+	Continuation string `json:"continuation"`
+	Lag          int64  `json:"lag"`
+	StaleParent  bool   `json:"staleParent"`
+}
+
+func (r *checkReport) fill(res lag.Result, s lag.Summary) {
+	r.Leases = make([]leaseRow, 0, len(res.Leases))
+	for _, l := range res.Leases {
+		r.Leases = append(r.Leases, leaseRow{
+			Token: l.Token, Format: string(l.Format), Owner: l.Owner, Continuation: l.Continuation,
+			Lag: l.Lag, StaleParent: l.StaleParent,
+		})
+	}
+	sort.SliceStable(r.Leases, func(i, j int) bool { return tokenLess(r.Leases[i].Token, r.Leases[j].Token) })
+	r.StaleParents, r.SplitRetried, r.LeaseDocuments = res.StaleParents, res.SplitRetried, res.Documents
+	r.TotalLag, r.ActivePartitions, r.Metric, r.Active = s.TotalLag, s.ActivePartitions, s.Metric, s.Active
+	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, res.Duration.Milliseconds()
+}
+
+// tokenLess orders numeric range ids numerically ("2" before "10") and
+// anything else as text.
+func tokenLess(a, b string) bool {
+	if isDigits(a) && isDigits(b) && len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+func writeJSON(w io.Writer, r *checkReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func writeCheckTable(w io.Writer, r *checkReport) error {
+	var b strings.Builder
+	trigger := fmt.Sprintf("trigger %d", r.TriggerIndex)
+	if r.TriggerName != "" {
+		trigger += " (" + r.TriggerName + ")"
+	}
+	account := ""
+	if r.Emulator {
+		account = " [embedded server]"
+	}
+	fmt.Fprintf(&b, "ScaledObject  %s, %s%s\n", r.ScaledObject, trigger, account)
+	fmt.Fprintf(&b, "Processor     %s: monitors %s/%s, leases in %s/%s\n", r.Processor, r.Database, r.Container, r.LeaseDatabase, r.LeaseContainer)
+	fmt.Fprintf(&b, "Metric        %s (%s, target %d, activation above %d)\n\n", r.MetricName, r.MetricType, r.Threshold, r.Activation)
+
+	if len(r.Leases) == 0 {
+		fmt.Fprintf(&b, "No leases: the lease query returned %d document(s) for this processor; leases never checkpointed\n"+
+			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "LEASE\tFORMAT\tOWNER\tCONTINUATION\tLAG")
+		for _, l := range r.Leases {
+			lagText := fmt.Sprint(l.Lag)
+			if l.StaleParent {
+				lagText = "stale parent"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
+
+	leases := fmt.Sprintf("%d lease(s)", len(r.Leases))
+	if r.StaleParents > 0 {
+		leases += fmt.Sprintf(", %d stale parent(s): at least 1 partition counted active so the processor wakes to replace them", r.StaleParents)
+	}
+	fmt.Fprintf(&b, "Total lag          %d over %s\n", r.TotalLag, leases)
+	fmt.Fprintf(&b, "Active partitions  %d\n", r.ActivePartitions)
+	fmt.Fprintf(&b, "Metric             %d = min(total lag %d, %d active partition(s) × %d)\n", r.Metric, r.TotalLag, r.ActivePartitions, r.Threshold)
+	cmp := "≤"
+	if r.Active {
+		cmp = ">"
+	}
+	fmt.Fprintf(&b, "Active             %s (total lag %d %s activation %d)\n", yesNo(r.Active), r.TotalLag, cmp, r.Activation)
+	if p := r.Replicas; p != nil {
+		fmt.Fprintf(&b, "Replicas           %d → %d: %s [min %d, max %d]\n", p.Current, p.Desired, strings.Join(p.Steps, "; "), p.Min, p.Max)
+	}
+	split := ""
+	if r.SplitRetried {
+		split = "; a split was seen and the estimate redone"
+	}
+	fmt.Fprintf(&b, "Cost               %d request(s), %.2f RU, %d ms%s\n", r.Requests, r.RequestCharge, r.DurationMillis, split)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func shorten(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// redactAll replaces every secret of at least 4 characters in s.
+func redactAll(s string, secrets []string) string {
+	long := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			long = append(long, v)
+		}
+	}
+	// Longest first, so a connection string goes before the key inside it.
+	sort.Slice(long, func(i, j int) bool { return len(long[i]) > len(long[j]) })
+	for _, v := range long {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	v2 "k8s.io/api/autoscaling/v2"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+const triggerType = "azure-cosmosdb"
+
+// The trigger's parameters, as the scaler reads them.
+var (
+	// secretParams hold keys or connection strings; their values are never printed.
+	secretParams = []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"}
+	// accountParams choose the accounts and credentials; --emulator replaces them.
+	accountParams = append([]string{"endpoint", "leaseEndpoint", "tenantId", "clientId", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint",
+		"connectionFromEnv", "leaseConnectionFromEnv", "cosmosDBKeyFromEnv", "leaseCosmosDBKeyFromEnv"}, secretParams...)
+	// knownParams may be set with --set.
+	knownParams = append([]string{"databaseId", "containerId", "leaseDatabaseId", "leaseContainerId", "processorName",
+		"changeFeedLagThreshold", "activationChangeFeedLagThreshold"}, accountParams...)
+)
+
+// triggerSetup is everything check derived from the manifests.
+type triggerSetup struct {
+	scaledObject string // namespace/name
+	index        int
+	name         string
+	config       *scalersconfig.ScalerConfig
+	min, max     int32
+	cooldown     time.Duration
+	secrets      []string // values to redact from every output
+	notes        []string // warnings for stderr
+}
+
+// buildTrigger selects the ScaledObject's azure-cosmosdb trigger and
+// resolves its parameters the way KEDA would, from local values instead of
+// the cluster. With emulator, account parameters need not resolve.
+func buildTrigger(m *manifests, selector string, set map[string]string, values *localValues, emulator bool) (*triggerSetup, error) {
+	if len(m.scaledObjects) != 1 {
+		return nil, fmt.Errorf("-f must hold exactly one keda.sh ScaledObject, found %d", len(m.scaledObjects))
+	}
+	so := &m.scaledObjects[0]
+	index, err := selectTrigger(so, selector)
+	if err != nil {
+		return nil, err
+	}
+	trigger := so.Spec.Triggers[index]
+	namespace := cmpOr(so.Namespace, "default")
+	s := &triggerSetup{
+		scaledObject: namespace + "/" + so.Name,
+		index:        index,
+		name:         trigger.Name,
+		min:          derefOr(so.Spec.MinReplicaCount, defaultMinReplicas),
+		max:          derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas),
+		cooldown:     time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second,
+		secrets:      slices.Clone(values.secrets),
+	}
+	if so.Spec.IdleReplicaCount != nil {
+		s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
+	}
+	metricType := trigger.MetricType
+	if metricType == "" {
+		metricType = v2.AverageValueMetricType
+	}
+	cfg := &scalersconfig.ScalerConfig{
+		ScalableObjectName:      so.Name,
+		ScalableObjectNamespace: namespace,
+		ScalableObjectType:      "ScaledObject",
+		TriggerName:             trigger.Name,
+		TriggerType:             trigger.Type,
+		TriggerIndex:            index,
+		TriggerMetadata:         maps.Clone(trigger.Metadata),
+		AuthParams:              map[string]string{},
+		ResolvedEnv:             map[string]string{},
+		MetricType:              metricType,
+		GlobalHTTPTimeout:       10 * time.Second,
+		ScaledObject:            so,
+	}
+	if cfg.TriggerMetadata == nil {
+		cfg.TriggerMetadata = map[string]string{}
+	}
+	s.config = cfg
+
+	if err := s.resolveAuth(m, trigger.AuthenticationRef, values, emulator); err != nil {
+		return nil, err
+	}
+	if !emulator {
+		if err := s.resolveEnv(values); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range set {
+		if slices.Contains(knownParams, k) {
+			// Both maps, so that --set wins whatever the parameter's lookup order.
+			cfg.AuthParams[k], cfg.TriggerMetadata[k] = v, v
+		}
+	}
+	for _, p := range secretParams {
+		s.addSecret(cfg.AuthParams[p])
+		s.addSecret(cfg.TriggerMetadata[p])
+	}
+	for _, v := range cfg.ResolvedEnv {
+		s.addSecret(v)
+	}
+	return s, nil
+}
+
+func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) {
+	var candidates []string
+	var indexes []int
+	for i, t := range so.Spec.Triggers {
+		if t.Type == triggerType {
+			indexes = append(indexes, i)
+			c := strconv.Itoa(i)
+			if t.Name != "" {
+				c += " (" + t.Name + ")"
+			}
+			candidates = append(candidates, c)
+		}
+	}
+	if selector != "" {
+		for _, i := range indexes {
+			if strconv.Itoa(i) == selector || so.Spec.Triggers[i].Name == selector {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("--trigger %q: ScaledObject %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
+			selector, so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
+	}
+	switch len(indexes) {
+	case 0:
+		return 0, fmt.Errorf("ScaledObject %s has no trigger of type %s", so.Name, triggerType)
+	case 1:
+		return indexes[0], nil
+	}
+	return 0, fmt.Errorf("ScaledObject %s has %d azure-cosmosdb triggers; choose one with --trigger N (index in spec.triggers): %s",
+		so.Name, len(indexes), strings.Join(candidates, ", "))
+}
+
+// resolveAuth fills AuthParams and PodIdentity from the referenced
+// TriggerAuthentication, with secret, config map and environment values
+// taken from the local values.
+func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.AuthenticationRef, values *localValues, emulator bool) error {
+	if ref == nil {
+		if len(m.auths) > 0 {
+			s.notes = append(s.notes, "the trigger has no authenticationRef, so KEDA would not use the TriggerAuthentication given; it is ignored")
+		}
+		return nil
+	}
+	kind := cmpOr(ref.Kind, "TriggerAuthentication")
+	var auth *namedAuth
+	for i := range m.auths {
+		if m.auths[i].kind == kind && m.auths[i].name == ref.Name {
+			auth = &m.auths[i]
+		}
+	}
+	if auth == nil {
+		if emulator {
+			return nil
+		}
+		return fmt.Errorf("the trigger uses %s %q: pass a file holding it with --auth", kind, ref.Name)
+	}
+	spec := auth.spec
+	if spec.PodIdentity != nil {
+		s.config.PodIdentity = *spec.PodIdentity
+	}
+	for _, src := range []struct {
+		name    string
+		present bool
+	}{
+		{"hashiCorpVault", spec.HashiCorpVault != nil}, {"azureKeyVault", spec.AzureKeyVault != nil},
+		{"gcpSecretManager", spec.GCPSecretManager != nil}, {"awsSecretManager", spec.AwsSecretManager != nil},
+		{"boundServiceAccountToken", len(spec.BoundServiceAccountToken) > 0}, {"oauth2", spec.OAuth2 != nil},
+		{"azureServicePrincipal", spec.AzureServicePrincipal != nil}, {"filePath", spec.FilePath != ""},
+	} {
+		if src.present {
+			s.notes = append(s.notes, fmt.Sprintf("%s %s: %s cannot be read from here and is ignored; supply its parameters with --set", kind, ref.Name, src.name))
+		}
+	}
+	if emulator {
+		return nil
+	}
+	type ref3 struct{ what, name, key, param string }
+	var refs []ref3
+	for _, r := range spec.SecretTargetRef {
+		refs = append(refs, ref3{"secret", r.Name, r.Key, r.Parameter})
+	}
+	for _, r := range spec.ConfigMapTargetRef {
+		refs = append(refs, ref3{"configMap", r.Name, r.Key, r.Parameter})
+	}
+	for _, r := range spec.Env {
+		refs = append(refs, ref3{"environment variable", "", r.Name, r.Parameter})
+	}
+	for _, r := range refs {
+		v, ok := values.lookup(r.key)
+		if !ok {
+			where := fmt.Sprintf("%s %q", r.what, r.key)
+			if r.name != "" {
+				where = fmt.Sprintf("%s %q key %q", r.what, r.name, r.key)
+			}
+			return fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value: pass --set %s=…, an --env-file with %s=…, or set it in the environment",
+				kind, ref.Name, r.param, where, r.key, r.key)
+		}
+		s.config.AuthParams[r.param] = v
+		if r.what == "secret" {
+			s.addSecret(v)
+		}
+	}
+	return nil
+}
+
+// resolveEnv fills ResolvedEnv, the scale target's environment, for every
+// ...FromEnv parameter of the trigger.
+func (s *triggerSetup) resolveEnv(values *localValues) error {
+	for _, k := range slices.Sorted(maps.Keys(s.config.TriggerMetadata)) {
+		name := s.config.TriggerMetadata[k]
+		if !strings.HasSuffix(k, "FromEnv") || name == "" {
+			continue
+		}
+		v, ok := values.lookup(name)
+		if !ok {
+			return fmt.Errorf("trigger parameter %s names the environment variable %s, which has no local value: set it in the environment, in an --env-file or with --set %s=…", k, name, name)
+		}
+		s.config.ResolvedEnv[name] = v
+	}
+	return nil
+}
+
+// useEmulator points the trigger at the embedded server's account.
+func (s *triggerSetup) useEmulator(connection, key string) {
+	for _, p := range accountParams {
+		delete(s.config.AuthParams, p)
+		delete(s.config.TriggerMetadata, p)
+	}
+	s.config.ResolvedEnv = map[string]string{}
+	s.config.PodIdentity = kedav1alpha1.AuthPodIdentity{}
+	s.config.AuthParams["connection"] = connection
+	s.addSecret(connection)
+	s.addSecret(key)
+}
+
+// addSecret records a value to redact, and the key inside a connection string.
+func (s *triggerSetup) addSecret(v string) {
+	if v == "" {
+		return
+	}
+	s.secrets = append(s.secrets, v)
+	for _, part := range strings.Split(v, ";") {
+		if name, value, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(strings.TrimSpace(name), "AccountKey") {
+			s.secrets = append(s.secrets, strings.TrimSpace(value))
+		}
+	}
+}
+
+func cmpOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func derefOr(p *int32, fallback int32) int32 {
+	if p == nil {
+		return fallback
+	}
+	return *p
+}
