@@ -68,7 +68,13 @@
 //     checkpoints, owners and split leases.
 //   - Entra ID: TokenIssuer is an HTTPS OAuth2 authority (own throw-away CA)
 //     that azidentity accepts for client-secret and workload-identity
-//     credentials; its Verifier plugs into WithTokenVerifier.
+//     credentials, recording each grant's scope; its Verifier plugs into
+//     WithTokenVerifier. Its ProxyURL is a CONNECT proxy that serves the
+//     issuer under any host name (MSAL sends instance discovery for custom
+//     authorities to login.microsoftonline.com, and the public-cloud
+//     authority can be tested the same way).
+//   - MasterKeyAuthorization signs requests for tests that use plain
+//     net/http clients.
 //
 // # What is not modelled
 //

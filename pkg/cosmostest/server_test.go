@@ -1,0 +1,58 @@
+package cosmostest
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestTLSServerTrustsOnlyItsOwnCertificate(t *testing.T) {
+	s := NewTLSServer()
+	defer s.Close()
+	s.CreateDatabase("db")
+	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") || s.CertPool() == nil {
+		t.Fatalf("url %q pool %v", s.URL(), s.CertPool())
+	}
+	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	if resp.TLS == nil || resp.ProtoMajor != 1 {
+		t.Errorf("want HTTP/1.1 over TLS, got %s tls=%v", resp.Proto, resp.TLS != nil)
+	}
+	untrusting := &http.Client{Transport: &http.Transport{}}
+	defer untrusting.CloseIdleConnections()
+	if _, err := send(s, untrusting, context.Background(), "/dbs/db"); err == nil {
+		t.Error("a client without the server's certificate connected")
+	}
+}
+
+func TestPlainServerHasNoCertPool(t *testing.T) {
+	s := newTestServer(t)
+	if s.CertPool() != nil || !strings.HasPrefix(s.URL(), "http://") {
+		t.Errorf("url %q pool %v", s.URL(), s.CertPool())
+	}
+}
+
+func TestCloseIsIdempotentAndRefusesLaterRequests(t *testing.T) {
+	s := NewServer()
+	s.CreateDatabase("db")
+	s.Close()
+	s.Close()
+	if _, err := send(s, &http.Client{}, context.Background(), "/dbs/db"); err == nil {
+		t.Error("a closed server answered")
+	}
+}
+
+func TestTwoServersAreTwoAccounts(t *testing.T) {
+	a := newTestServer(t, WithAccountName("a"))
+	b := newTestServer(t, WithAccountName("b"))
+	a.CreateDatabase("db")
+	if a.Key() == b.Key() || a.URL() == b.URL() {
+		t.Fatal("servers share key or URL")
+	}
+	resp, raw := call(t, b, http.MethodGet, "/dbs/db", nil, nil)
+	wantStatus(t, resp, raw, http.StatusNotFound)
+	if a.Count("") != 0 || b.Count("") != 1 {
+		t.Errorf("counts a=%d b=%d", a.Count(""), b.Count(""))
+	}
+}
