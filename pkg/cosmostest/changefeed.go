@@ -107,12 +107,17 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		after = n
 	}
 
+	all := c.itemsByLSNLocked()
+	start := sort.Search(len(all), func(i int) bool { return all[i].lsn > after })
 	var changed []*item
-	for _, it := range c.items {
-		if it.lsn <= after || !epkInRange(it.epk, lo, hi) || (onlyEPK != "" && it.epk != onlyEPK) {
+	for _, it := range all[start:] {
+		if !epkInRange(it.epk, lo, hi) || (onlyEPK != "" && it.epk != onlyEPK) {
 			continue
 		}
 		changed = append(changed, it)
+		if len(changed) == pageSize {
+			break
+		}
 	}
 	if len(changed) == 0 {
 		etag := inm
@@ -120,15 +125,6 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 			etag = `"` + strconv.FormatInt(pr.lsn, 10) + `"`
 		}
 		return notModified(etag, s.sessionTokenLocked(pr))
-	}
-	sort.Slice(changed, func(i, j int) bool {
-		if changed[i].lsn != changed[j].lsn {
-			return changed[i].lsn < changed[j].lsn
-		}
-		return changed[i].doc["id"].(string) < changed[j].doc["id"].(string)
-	})
-	if len(changed) > pageSize {
-		changed = changed[:pageSize]
 	}
 	docs := make([]map[string]any, len(changed))
 	for i, it := range changed {

@@ -186,6 +186,7 @@ func (c *Container) writeLocked(doc map[string]any, mode writeMode) (map[string]
 	doc["_ts"] = float64(time.Now().Unix())
 	doc["_lsn"] = float64(r.lsn)
 	c.items[id] = &item{doc: doc, epk: epk, lsn: r.lsn}
+	c.byID, c.byLSN = nil, nil
 	return mustCopy(doc), nil
 }
 
@@ -196,17 +197,43 @@ func (c *Container) deleteLocked(id string) bool {
 	}
 	c.rangeForEPKLocked(it.epk).lsn++
 	delete(c.items, id)
+	c.byID, c.byLSN = nil, nil
 	return true
 }
 
+// sortedItemsLocked returns the items ordered by id. The order is cached
+// until the next write, so paging through a large container stays cheap.
 func (c *Container) sortedItemsLocked() []*item {
-	out := make([]*item, 0, len(c.items))
-	for _, it := range c.items {
-		out = append(out, it)
+	if c.byID == nil {
+		c.byID = make([]*item, 0, len(c.items))
+		for _, it := range c.items {
+			c.byID = append(c.byID, it)
+		}
+		sort.Slice(c.byID, func(i, j int) bool { return c.byID[i].id() < c.byID[j].id() })
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].doc["id"].(string) < out[j].doc["id"].(string) })
-	return out
+	return c.byID
 }
+
+// itemsByLSNLocked returns the items ordered by _lsn, then id (LSN sequences
+// of different ranges interleave); cached like sortedItemsLocked.
+func (c *Container) itemsByLSNLocked() []*item {
+	if c.byLSN == nil {
+		c.byLSN = make([]*item, 0, len(c.items))
+		for _, it := range c.items {
+			c.byLSN = append(c.byLSN, it)
+		}
+		sort.Slice(c.byLSN, func(i, j int) bool {
+			a, b := c.byLSN[i], c.byLSN[j]
+			if a.lsn != b.lsn {
+				return a.lsn < b.lsn
+			}
+			return a.id() < b.id()
+		})
+	}
+	return c.byLSN
+}
+
+func (it *item) id() string { return it.doc["id"].(string) }
 
 // newETag mimics the service's quoted, GUID-shaped item etags.
 func newETag() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -96,9 +97,14 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 
 	var page []map[string]any
 	more := false
-	for _, it := range c.sortedItemsLocked() {
-		id := it.doc["id"].(string)
-		if id <= after && after != "" || !inScope(it) || !pred(id) {
+	all := c.sortedItemsLocked()
+	start := 0
+	if after != "" {
+		start = sort.Search(len(all), func(i int) bool { return all[i].id() > after })
+	}
+	for _, it := range all[start:] {
+		id := it.id()
+		if !inScope(it) || !pred(id) {
 			continue
 		}
 		if len(page) == pageSize {

@@ -177,10 +177,8 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 	if pathID != "" && doc["id"] != pathID {
 		return badRequest("the id in the body (%v) does not match the id in the path (%s)", doc["id"], pathID)
 	}
-	for k := range doc {
-		if strings.HasPrefix(k, "_") {
-			delete(doc, k) // system properties are the server's to set
-		}
+	for _, k := range systemProperties {
+		delete(doc, k) // the server sets these; clients echo them back on replace
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,6 +223,8 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 	out.header.Set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
 	return out
 }
+
+var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments", "_lsn"}
 
 func (s *Server) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
 	epk, rep := requirePartitionKey(r)

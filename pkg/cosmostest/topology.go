@@ -34,6 +34,8 @@ type Container struct {
 	topology    int64 // bumped on split/merge; the pkranges etag
 
 	items   map[string]*item // by id (ids are unique per container here)
+	byID    []*item          // cached order for queries; nil after a write
+	byLSN   []*item          // cached order for the change feed; nil after a write
 	itemSeq int64
 	genSeq  int64 // for generated item ids and partition key values
 }
