@@ -58,8 +58,10 @@
 //     children with new ids whose LSNs start at the parent's; Merge joins two
 //     adjacent ranges into one child whose LSN starts at the larger parent LSN.
 //   - Faults and observation: InjectFault (status + substatus, 429 with
-//     x-ms-retry-after-ms, latency, malformed body, dropped connection) by
-//     request kind and range, for N requests or always; SetLatency; a request
+//     x-ms-retry-after-ms, latency, malformed body, dropped connection, a
+//     verbatim body and headers, and a Hook that runs at an exact point of a
+//     client's request sequence, e.g. to split a range) by request kind and
+//     range, for N requests or always; SetLatency; a request
 //     log (Requests, Count) that records every request, including faulted and
 //     unauthorized ones.
 //   - Processors: Processor writes lease documents exactly as the .NET v3

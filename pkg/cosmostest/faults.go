@@ -25,6 +25,19 @@ type Fault struct {
 	Latency        time.Duration // waited before answering; honours the request context
 	MalformedBody  bool          // 200 with a truncated JSON body
 	DropConnection bool          // close the connection without answering
+
+	// Body, when non-nil, is sent verbatim as the answer with Status (200
+	// when 0) and Header, e.g. to hand a client an oversized page or an
+	// overflowing _lsn. Header is also added to Status answers.
+	Body   []byte
+	Header http.Header
+
+	// Hook, when set, runs (with no server lock held) each time the fault
+	// hits, after Latency and before the answer. It lets a test split a range
+	// or write items at an exact point of a client's request sequence; with
+	// no Status, Body, MalformedBody or DropConnection the request is then
+	// served normally.
+	Hook func()
 }
 
 type activeFault struct {
@@ -105,8 +118,24 @@ func faultReply(f Fault) *reply {
 		msg = "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later (injected)"
 	}
 	rep := errorReply(f.Status, f.SubStatus, code, msg)
+	for k, v := range f.Header {
+		rep.header[k] = append([]string{}, v...)
+	}
 	if f.Status == http.StatusTooManyRequests || f.RetryAfter > 0 {
 		rep.header.Set(hdrRetryAfterMs, strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
+	}
+	return rep
+}
+
+func customReply(f Fault) *reply {
+	status := f.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	rep := newReply(status, chargeQuery)
+	rep.body = f.Body
+	for k, v := range f.Header {
+		rep.header[k] = append([]string{}, v...)
 	}
 	return rep
 }

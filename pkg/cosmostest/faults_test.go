@@ -237,3 +237,47 @@ func TestRequestLogAndCounters(t *testing.T) {
 		t.Error("ResetRequests kept entries")
 	}
 }
+
+func TestFaultHookChangesTopologyMidSequence(t *testing.T) {
+	s := newTestServer(t)
+	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	if err := c.WriteItemsToRange("0", 4); err != nil {
+		t.Fatal(err)
+	}
+	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Hook: func() {
+		if _, _, err := c.Split("0"); err != nil {
+			t.Error(err)
+		}
+	}})
+	// The range was live when the client decided to read it, and is gone by
+	// the time the read is answered.
+	resp, raw := changeFeed(t, s, c, "0", "", nil)
+	wantStatus(t, resp, raw, http.StatusGone)
+	if len(c.Ranges()) != 2 {
+		t.Errorf("ranges after hook: %+v", c.Ranges())
+	}
+}
+
+func TestFaultCustomBodyAndHeaders(t *testing.T) {
+	s := newTestServer(t)
+	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	body := []byte(`{"_rid":"x","Documents":[{"id":"a","_lsn":99999999999999999999999}],"_count":1}`)
+	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Body: body, Header: http.Header{
+		"X-Ms-Session-Token": {"0:-1#99999999999999999999999"},
+		"Etag":               {`"99999999999999999999999"`},
+	}})
+	resp, raw := changeFeed(t, s, c, "0", "", nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	if string(raw) != string(body) || resp.Header.Get("x-ms-session-token") != "0:-1#99999999999999999999999" {
+		t.Errorf("custom answer %s %v", raw, resp.Header)
+	}
+	if resp.Header.Get("x-ms-request-charge") == "" || resp.Header.Get("x-ms-activity-id") == "" {
+		t.Errorf("standard headers missing: %v", resp.Header)
+	}
+	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Status: 429, RetryAfter: time.Second, Header: http.Header{"X-Extra": {"1"}}})
+	resp, raw = changeFeed(t, s, c, "0", "", nil)
+	wantStatus(t, resp, raw, 429)
+	if resp.Header.Get("x-extra") != "1" || resp.Header.Get("x-ms-retry-after-ms") != "1000" {
+		t.Errorf("headers %v", resp.Header)
+	}
+}

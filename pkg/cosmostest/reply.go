@@ -108,8 +108,12 @@ func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rep.header {
 		h[k] = v
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set(hdrRequestCharge, strconv.FormatFloat(rep.charge, 'f', -1, 64))
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	if h.Get(hdrRequestCharge) == "" {
+		h.Set(hdrRequestCharge, strconv.FormatFloat(rep.charge, 'f', -1, 64))
+	}
 	if id := r.Header.Get(hdrActivityID); id != "" {
 		h.Set(hdrActivityID, id)
 	} else {

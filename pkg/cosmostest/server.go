@@ -255,6 +255,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			dropConnection(w)
 			return
 		}
+		if f.Hook != nil {
+			f.Hook()
+		}
 		switch {
 		case f.DropConnection:
 			s.record(rec, 0)
@@ -262,6 +265,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case f.MalformedBody:
 			rep := malformedReply()
+			s.record(rec, rep.status)
+			rep.write(w, r)
+			return
+		case f.Body != nil:
+			rep := customReply(f)
 			s.record(rec, rep.status)
 			rep.write(w, r)
 			return
