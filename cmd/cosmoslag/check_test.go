@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+)
+
+const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: order-projector
+  namespace: shop
+spec:
+  scaleTargetRef:
+    name: order-projector
+  minReplicaCount: 0
+  maxReplicaCount: 8
+  triggers:
+    - type: cpu
+      metricType: Utilization
+      metadata:
+        value: "60"
+    - type: azure-cosmosdb
+      name: orders
+      metadata:
+        databaseId: shop
+        containerId: orders
+        leaseDatabaseId: shop
+        leaseContainerId: leases
+        processorName: order-projector
+        changeFeedLagThreshold: "50"
+      authenticationRef:
+        name: cosmos-auth
+`
+
+const triggerAuthYAML = `apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmos-auth
+  namespace: shop
+spec:
+  secretTargetRef:
+    - parameter: connection
+      name: cosmos-secrets
+      key: connectionString
+`
+
+func TestCheckEmulatorTable(t *testing.T) {
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--emulator")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	for _, re := range []string{
+		`(?m)^ScaledObject\s+shop/order-projector, trigger 1 \(orders\) \[embedded server\]$`,
+		`(?m)^LEASE\s+FORMAT\s+OWNER\s+CONTINUATION\s+LAG$`,
+		`(?m)^0\s+dotnet-v0\s+order-projector-1\s+"10"\s+120$`,
+		`(?m)^1\s+dotnet-v0\s+order-projector-2\s+"10"\s+0$`,
+		`(?m)^2\s+dotnet-v0\s+-\s+"10"\s+35$`,
+		`(?m)^Total lag\s+155 over 3 lease\(s\)$`,
+		`(?m)^Active partitions\s+2$`,
+		`(?m)^Metric\s+100 = min\(total lag 155, 2 active partition\(s\) × 50\)$`,
+		`(?m)^Active\s+yes`,
+		`(?m)^Replicas\s+0 → 2: KEDA activates 0 → 1; HPA: ceil\(100 / 50\) = 2 \[min 0, max 8\]$`,
+		`(?m)^Metric\s+s1-azure-cosmosdb-shop-leases-order-projector \(AverageValue, target 50`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("output does not match %s", re)
+		}
+	}
+}
+
+func TestCheckEmulatorJSON(t *testing.T) {
+	dir := t.TempDir()
+	// One file holding both objects; the trigger chosen by name.
+	so := writeFile(t, dir, "all.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML)
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--emulator", "-o", "json", "--current-replicas", "3", "--trigger", "orders")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r checkReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	if r.TotalLag != 155 || r.ActivePartitions != 2 || r.Metric != 100 || !r.Active || r.Threshold != 50 || r.Activation != 0 {
+		t.Errorf("totals: %+v", r)
+	}
+	if len(r.Leases) != 3 || r.Leases[0].Lag != 120 || r.Leases[1].Lag != 0 || r.Leases[2].Lag != 35 || r.Leases[0].Owner != "order-projector-1" {
+		t.Errorf("leases: %+v", r.Leases)
+	}
+	if r.Replicas == nil || r.Replicas.Current != 3 || r.Replicas.Desired != 2 || r.Replicas.Max != 8 {
+		t.Errorf("replicas: %+v", r.Replicas)
+	}
+	if r.TriggerIndex != 1 || r.MetricName != "s1-azure-cosmosdb-shop-leases-order-projector" || r.Requests == 0 {
+		t.Errorf("trigger %d, metric %q, requests %d", r.TriggerIndex, r.MetricName, r.Requests)
+	}
+}
+
+// account is a test Cosmos DB account on the embedded server: a processor
+// with one lease 7 changes behind and one whose range has split.
+func newTestAccount(t *testing.T) *cosmostest.Server {
+	t.Helper()
+	srv := cosmostest.NewServer()
+	t.Cleanup(srv.Close)
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 2)
+	leases := db.CreateContainer("leases", "/id", 1)
+	proc := cosmostest.NewProcessor("order-projector", data, leases, cosmostest.DotNetV0)
+	if _, err := proc.CreateLeases(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("0", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("1", 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.SetOwner("0", "host-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := data.Split("1"); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
+	srv := newTestAccount(t)
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	env := writeFile(t, dir, "secrets.env", "# cosmos-secrets\nconnectionString="+srv.ConnectionString()+"\n")
+
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--env-file", env, "--current-replicas", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	for _, re := range []string{
+		`(?m)^0\s+dotnet-v0\s+host-a\s+"0"\s+7$`,
+		`(?m)^1\s+dotnet-v0\s+-\s+"0"\s+stale parent$`,
+		`(?m)^Total lag\s+7 over 2 lease\(s\), 1 stale parent`,
+		`(?m)^Active partitions\s+1$`,
+		`(?m)^Metric\s+7 = `,
+		`(?m)^Replicas\s+1 → 1: HPA: ceil\(7 / 50\) = 1`,
+		`(?m)^Cost\s+\d+ request\(s\), [0-9.]+ RU, \d+ ms; a split was seen and the estimate redone$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("output does not match %s", re)
+		}
+	}
+	assertNoSecret(t, srv.Key(), stdout, stderr)
+}
+
+func TestCheckFromEnvAndSet(t *testing.T) {
+	srv := newTestAccount(t)
+	dir := t.TempDir()
+	// No TriggerAuthentication: the connection comes from the scale target's
+	// environment (connectionFromEnv), supplied here by --set; the threshold
+	// is overridden by --set too.
+	so := writeFile(t, dir, "so.yaml", strings.Replace(
+		strings.Replace(scaledObjectYAML, "      authenticationRef:\n        name: cosmos-auth\n", "", 1),
+		"processorName: order-projector", "processorName: order-projector\n        connectionFromEnv: ORDERS_COSMOS", 1))
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--set", "ORDERS_COSMOS="+srv.ConnectionString(),
+		"--set", "changeFeedLagThreshold=5", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r checkReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	// Lag 7 on one partition: metric min(7, 1 × 5) = 5; from 0 replicas
+	// KEDA activates to 1 and the HPA keeps ceil(5/5) = 1.
+	if r.Threshold != 5 || r.TotalLag != 7 || r.Metric != 5 || r.StaleParents != 1 || r.Replicas.Desired != 1 {
+		t.Errorf("report: %+v", r)
+	}
+	if len(r.Leases) != 2 || !r.Leases[1].StaleParent {
+		t.Errorf("leases: %+v", r.Leases)
+	}
+	assertNoSecret(t, srv.Key(), stdout, stderr)
+}
+
+func TestCheckWrongKey(t *testing.T) {
+	srv := newTestAccount(t)
+	dir := t.TempDir()
+	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	env := writeFile(t, dir, "secrets.env", fmt.Sprintf("connectionString=\"AccountEndpoint=%s;AccountKey=%s;\"\n", srv.URL(), wrongKey))
+
+	for _, format := range []string{"table", "json"} {
+		code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--env-file", env, "-o", format)
+		if code != exitFailed {
+			t.Fatalf("-o %s: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", format, code, stdout, stderr)
+		}
+		t.Logf("-o %s: stderr: %s", format, stderr)
+		if !strings.Contains(stderr, "401") {
+			t.Errorf("-o %s: stderr does not give the cause: %q", format, stderr)
+		}
+		if format == "json" {
+			var r checkReport
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil || !strings.Contains(r.Error, "401") {
+				t.Errorf("-o json: error field %q (%v)", r.Error, err)
+			}
+		}
+		assertNoSecret(t, wrongKey, stdout, stderr)
+		assertNoSecret(t, srv.Key(), stdout, stderr)
+	}
+}
+
+func TestCheckBadArguments(t *testing.T) {
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	twoTriggers := writeFile(t, dir, "two.yaml", scaledObjectYAML+`    - type: azure-cosmosdb
+      metadata:
+        databaseId: shop
+        containerId: payments
+        leaseDatabaseId: shop
+        leaseContainerId: leases
+        processorName: payment-projector
+`)
+	badThreshold := writeFile(t, dir, "bad.yaml", strings.Replace(scaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, 1))
+	notYAML := writeFile(t, dir, "broken.yaml", "kind: ScaledObject\napiVersion: keda.sh/v1alpha1\nspec: [unclosed\n")
+	badEnv := writeFile(t, dir, "bad.env", "just a line\n")
+	secretValue := "AccountEndpoint=https://x.documents.azure.com/;AccountKey=c2VjcmV0c2VjcmV0;"
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "-f scaledobject.yaml is required"},
+		{[]string{"-f", so, "-o", "xml"}, "-o must be table or json"},
+		{[]string{"-f", filepath.Join(dir, "missing.yaml")}, "no such file"},
+		{[]string{"-f", notYAML}, "broken.yaml"},
+		{[]string{"-f", so}, `pass a file holding it with --auth`},
+		{[]string{"-f", so, "--auth", ta}, `secret "cosmos-secrets" key "connectionString"`},
+		{[]string{"-f", twoTriggers, "--auth", ta, "--emulator"}, "choose one with --trigger N (index in spec.triggers): 1 (orders), 2"},
+		{[]string{"-f", so, "--trigger", "0", "--emulator"}, `--trigger "0"`},
+		{[]string{"-f", badThreshold, "--auth", ta, "--set", "connectionString=" + secretValue}, "changeFeedLagThreshold must be greater than 0"},
+		{[]string{"-f", so, "--env-file", badEnv}, "expected KEY=VALUE"},
+		{[]string{"-f", so, "--set", "novalue"}, "expected key=value"},
+		{[]string{"-f", so, "--current-replicas", "-1"}, "--current-replicas"},
+		{[]string{"-f", so, "--no-such-flag"}, "flag provided but not defined"},
+	} {
+		code, stdout, stderr := runCmd(t, append([]string{"check"}, tc.args...)...)
+		if code != exitBadArgs || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("check %v: code %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, stderr, tc.want)
+		}
+		assertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
+	}
+}
+
+func assertNoSecret(t *testing.T, secret string, outputs ...string) {
+	t.Helper()
+	for _, o := range outputs {
+		if strings.Contains(o, secret) {
+			t.Errorf("a secret appears in the output:\n%s", o)
+		}
+	}
+}

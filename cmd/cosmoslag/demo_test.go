@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// rowPattern matches a table row: time, lag (with * for a stale parent),
+// partitions, metric, active, replicas, requests, RU, events.
+var rowPattern = regexp.MustCompile(`(?m)^\s*(\d+\.\d)s\s+(\d+)(\*?)\s+(\d+)\s+(\d+)\s+(yes|no)\s+(\d+)\s+(\d+)\s+(\d+\.\d)  ?(.*)$`)
+
+type demoRow struct {
+	lag, partitions, metric, replicas, requests int64
+	stale, active                               bool
+	events                                      string
+}
+
+func parseDemoRows(t *testing.T, out string) []demoRow {
+	t.Helper()
+	var rows []demoRow
+	for _, m := range rowPattern.FindAllStringSubmatch(out, -1) {
+		n := func(i int) int64 {
+			v, err := strconv.ParseInt(m[i], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		rows = append(rows, demoRow{
+			lag: n(2), stale: m[3] == "*", partitions: n(4), metric: n(5), active: m[6] == "yes",
+			replicas: n(7), requests: n(8), events: m[10],
+		})
+	}
+	return rows
+}
+
+func TestDemoShort(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "demo.svg")
+	code, stdout, stderr := runCmd(t, "demo", "--duration", "3s", "--interval", "200ms", "--threshold", "20", "--chart", chart)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+
+	rows := parseDemoRows(t, stdout)
+	if len(rows) != 16 { // polls at 0, 0.2s, …, 3.0s
+		t.Fatalf("got %d table rows, want 16", len(rows))
+	}
+	var sawActivation, sawSplit, sawStale, sawReplace, sawScaleUp bool
+	var peakLag int64
+	for i, r := range rows {
+		if r.metric > r.lag || r.metric > r.partitions*20 {
+			t.Errorf("row %d: metric %d exceeds min(lag %d, %d partitions × 20)", i, r.metric, r.lag, r.partitions)
+		}
+		if r.active != (r.lag > 0) {
+			t.Errorf("row %d: active=%v with lag %d and activation 0", i, r.active, r.lag)
+		}
+		if r.requests == 0 {
+			t.Errorf("row %d: a poll made no requests", i)
+		}
+		peakLag = max(peakLag, r.lag)
+		sawActivation = sawActivation || strings.Contains(r.events, "KEDA activates 0 → 1")
+		sawSplit = sawSplit || strings.Contains(r.events, "split: range")
+		sawStale = sawStale || r.stale
+		sawReplace = sawReplace || strings.Contains(r.events, "processor: lease")
+		sawScaleUp = sawScaleUp || r.replicas >= 2
+	}
+	if rows[0].lag != 0 || rows[0].replicas != 0 {
+		t.Errorf("first poll: lag %d, replicas %d; want an idle start", rows[0].lag, rows[0].replicas)
+	}
+	if !sawActivation || !sawSplit || !sawStale || !sawReplace || !sawScaleUp || peakLag == 0 {
+		t.Errorf("activation %v, split %v, stale parent %v, lease replaced %v, ≥2 replicas %v, peak lag %d",
+			sawActivation, sawSplit, sawStale, sawReplace, sawScaleUp, peakLag)
+	}
+
+	for _, want := range []string{"Summary: 16 polls over 3.0s (seed 1)", "items written", "peak lag", "activated at", "split              range", "failed polls       0", "chart              " + chart} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`items written\s+(\d+); processed (\d+); backlog left (\d+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatal("no items line in the summary")
+	}
+	written, _ := strconv.Atoi(m[1])
+	processed, _ := strconv.Atoi(m[2])
+	left, _ := strconv.Atoi(m[3])
+	if written == 0 || processed+left != written {
+		t.Errorf("written %d, processed %d, left %d", written, processed, left)
+	}
+
+	checkChart(t, chart, len(rows))
+}
+
+// checkChart parses the SVG as XML and checks both series are there with
+// one point per poll.
+func checkChart(t *testing.T, path string, polls int) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(raw))
+	series := map[string]int{}
+	var root string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if root == "" {
+			root = se.Name.Space + " " + se.Name.Local
+		}
+		attrs := map[string]string{}
+		for _, a := range se.Attr {
+			attrs[a.Name.Local] = a.Value
+		}
+		switch attrs["id"] {
+		case "lag", "metric":
+			series[attrs["id"]] = len(strings.Fields(attrs["points"]))
+		case "replicas":
+			series["replicas"] = strings.Count(attrs["d"], "H") + strings.Count(attrs["d"], "M")
+		case "split":
+			series["split"] = 1
+		}
+	}
+	if root != "http://www.w3.org/2000/svg svg" {
+		t.Errorf("root element %q, want svg in the SVG namespace", root)
+	}
+	for _, id := range []string{"lag", "metric", "replicas"} {
+		if series[id] != polls {
+			t.Errorf("series %s has %d points, want %d", id, series[id], polls)
+		}
+	}
+	if series["split"] != 1 {
+		t.Error("chart has no split marker")
+	}
+}
+
+func TestDemoDeterministic(t *testing.T) {
+	args := []string{"demo", "--duration", "1200ms", "--interval", "100ms", "--seed", "7", "--partitions", "3"}
+	_, first, _ := runCmd(t, args...)
+	_, second, _ := runCmd(t, args...)
+	a, b := parseDemoRows(t, first), parseDemoRows(t, second)
+	if len(a) != 13 || len(a) != len(b) {
+		t.Fatalf("rows: %d and %d, want 13", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.requests, y.requests = 0, 0 // retries could differ; the rest must not
+		if x != y {
+			t.Errorf("row %d differs between runs with the same seed:\n%+v\n%+v", i, a[i], b[i])
+		}
+	}
+}
+
+func TestDemoBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"--partitions", "0"},
+		{"--threshold", "0"},
+		{"--activation", "100"},
+		{"--interval", "10ms"},
+		{"--duration", "100ms", "--interval", "100ms"},
+		{"--drain-rate", "0"},
+		{"--max-replicas", "0"},
+		{"--no-such-flag"},
+		{"extra"},
+	} {
+		code, stdout, stderr := runCmd(t, append([]string{"demo"}, args...)...)
+		if code != exitBadArgs || stdout != "" || stderr == "" {
+			t.Errorf("demo %v: code %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCmd runs cosmoslag in-process and returns its exit code and output.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestUsage(t *testing.T) {
+	code, _, stderr := runCmd(t)
+	if code != exitBadArgs || !strings.Contains(stderr, "Commands:") {
+		t.Errorf("no arguments: code %d, stderr %q", code, stderr)
+	}
+	code, stdout, _ := runCmd(t, "--help")
+	if code != exitOK || !strings.Contains(stdout, "demo") || !strings.Contains(stdout, "check") {
+		t.Errorf("--help: code %d, stdout %q", code, stdout)
+	}
+	code, _, stderr = runCmd(t, "serve-everything")
+	if code != exitBadArgs || !strings.Contains(stderr, `unknown command "serve-everything"`) {
+		t.Errorf("unknown command: code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestSubcommandHelp(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"demo", "Usage: cosmoslag demo"},
+		{"check", "Usage: cosmoslag check"},
+	} {
+		code, stdout, _ := runCmd(t, tc.cmd, "--help")
+		if code != exitOK || !strings.Contains(stdout, tc.want) || !strings.Contains(stdout, "Flags:") {
+			t.Errorf("%s --help: code %d, stdout %q", tc.cmd, code, stdout)
+		}
+	}
+}
