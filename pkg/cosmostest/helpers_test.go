@@ -17,12 +17,12 @@ func TestMain(m *testing.M) {
 }
 
 // call sends a master-key signed request with the server's client.
-func call(t *testing.T, s *Server, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
+func call(t testing.TB, s *Server, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
 	t.Helper()
 	return callAt(t, s, time.Now(), method, path, hdr, body)
 }
 
-func callAt(t *testing.T, s *Server, at time.Time, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
+func callAt(t testing.TB, s *Server, at time.Time, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -67,7 +67,7 @@ func callAt(t *testing.T, s *Server, at time.Time, method, path string, hdr map[
 	return resp, raw
 }
 
-func decode(t *testing.T, raw []byte) map[string]any {
+func decode(t testing.TB, raw []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -76,7 +76,7 @@ func decode(t *testing.T, raw []byte) map[string]any {
 	return m
 }
 
-func wantStatus(t *testing.T, resp *http.Response, raw []byte, status int) {
+func wantStatus(t testing.TB, resp *http.Response, raw []byte, status int) {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("%s %s: status %d, want %d; body %s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, status, raw)
@@ -84,7 +84,7 @@ func wantStatus(t *testing.T, resp *http.Response, raw []byte, status int) {
 }
 
 // changeFeed reads one page of a range's change feed.
-func changeFeed(t *testing.T, s *Server, c *Container, rangeID, etag string, extra map[string]string) (*http.Response, []byte) {
+func changeFeed(t testing.TB, s *Server, c *Container, rangeID, etag string, extra map[string]string) (*http.Response, []byte) {
 	t.Helper()
 	hdr := map[string]string{
 		"A-IM":                                "Incremental feed",
@@ -97,7 +97,7 @@ func changeFeed(t *testing.T, s *Server, c *Container, rangeID, etag string, ext
 	return call(t, s, http.MethodGet, "/dbs/"+c.Database().ID()+"/colls/"+c.ID()+"/docs", hdr, nil)
 }
 
-func docsOf(t *testing.T, raw []byte) []map[string]any {
+func docsOf(t testing.TB, raw []byte) []map[string]any {
 	t.Helper()
 	var body struct {
 		Documents []map[string]any

@@ -18,7 +18,7 @@ func queryHeaders(extra map[string]string) map[string]string {
 	return h
 }
 
-func query(t *testing.T, s *Server, q string, params []queryParameter, extra map[string]string) (*http.Response, []byte) {
+func query(t testing.TB, s *Server, q string, params []queryParameter, extra map[string]string) (*http.Response, []byte) {
 	t.Helper()
 	return call(t, s, http.MethodPost, "/dbs/db/colls/leases/docs", queryHeaders(extra), queryBody{Query: q, Parameters: params})
 }
