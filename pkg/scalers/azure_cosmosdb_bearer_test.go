@@ -9,12 +9,12 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-const testTenant = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+const cosmosDBTestTenant = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 
-// newBearerEnv is an account that accepts only tokens for scope.
-func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
+// newCosmosDBBearerEnv is an account that accepts only tokens for scope.
+func newCosmosDBBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	t.Helper()
-	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(scope)))
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(cosmosDBTokenIssuer.Verifier(scope)))
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
@@ -28,8 +28,8 @@ func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	return env
 }
 
-func servicePrincipal(extra ...string) map[string]string {
-	m := map[string]string{"tenantId": testTenant, "clientId": "orders-scaler", "clientSecret": canarySecret}
+func cosmosDBServicePrincipal(extra ...string) map[string]string {
+	m := map[string]string{"tenantId": cosmosDBTestTenant, "clientId": "orders-scaler", "clientSecret": cosmosDBCanarySecret}
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
 	}
@@ -41,20 +41,20 @@ func servicePrincipal(extra ...string) map[string]string {
 // scaler's lifetime.
 func TestCosmosDBServicePrincipalPrivateCloud(t *testing.T) {
 	const resource = "https://cosmos.private.example"
-	env := newBearerEnv(t, resource+"/.default")
-	metadata := env.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
-	before := tokenIssuer.TokenRequests()
-	s := newTestScaler(t, scalerConfig(metadata, servicePrincipal("endpoint", env.server.URL())))
+	env := newCosmosDBBearerEnv(t, resource+"/.default")
+	metadata := env.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", cosmosDBTokenIssuer.URL())
+	before := cosmosDBTokenIssuer.TokenRequests()
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(metadata, cosmosDBServicePrincipal("endpoint", env.server.URL())))
 	for i := 0; i < 3; i++ {
-		if metric, _ := poll(t, s); metric != 12 {
+		if metric, _ := pollCosmosDB(t, s); metric != 12 {
 			t.Fatalf("metric %d, want 12", metric)
 		}
 	}
-	if n := tokenIssuer.TokenRequests() - before; n != 1 {
+	if n := cosmosDBTokenIssuer.TokenRequests() - before; n != 1 {
 		t.Fatalf("%d token requests for 3 polls, want 1", n)
 	}
-	grants := tokenIssuer.Grants()
-	if last := grants[len(grants)-1]; last.Scope != resource+"/.default" || last.Credential != "secret" || last.Tenant != testTenant {
+	grants := cosmosDBTokenIssuer.Grants()
+	if last := grants[len(grants)-1]; last.Scope != resource+"/.default" || last.Credential != "secret" || last.Tenant != cosmosDBTestTenant {
 		t.Fatalf("grant %+v, want client secret for %s/.default", last, resource)
 	}
 }
@@ -62,12 +62,12 @@ func TestCosmosDBServicePrincipalPrivateCloud(t *testing.T) {
 // In the public cloud the scope comes from KEDA's environment (Cosmos DB's
 // resource URL) and the authority is login.microsoftonline.com.
 func TestCosmosDBServicePrincipalPublicCloud(t *testing.T) {
-	env := newBearerEnv(t, "https://cosmos.azure.com/.default")
-	s := newTestScaler(t, scalerConfig(env.metadata(), servicePrincipal("endpoint", env.server.URL())))
-	if metric, _ := poll(t, s); metric != 12 {
+	env := newCosmosDBBearerEnv(t, "https://cosmos.azure.com/.default")
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBServicePrincipal("endpoint", env.server.URL())))
+	if metric, _ := pollCosmosDB(t, s); metric != 12 {
 		t.Fatalf("metric %d, want 12", metric)
 	}
-	grants := tokenIssuer.Grants()
+	grants := cosmosDBTokenIssuer.Grants()
 	if last := grants[len(grants)-1]; last.Host != "login.microsoftonline.com" || last.Scope != "https://cosmos.azure.com/.default" {
 		t.Fatalf("grant %+v, want login.microsoftonline.com for https://cosmos.azure.com/.default", last)
 	}
@@ -77,23 +77,23 @@ func TestCosmosDBServicePrincipalPublicCloud(t *testing.T) {
 // authority and federated token come from the webhook's environment.
 func TestCosmosDBWorkloadIdentity(t *testing.T) {
 	const resource = "https://cosmos.private.example"
-	env := newBearerEnv(t, resource+"/.default")
+	env := newCosmosDBBearerEnv(t, resource+"/.default")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AZURE_AUTHORITY_HOST", tokenIssuer.URL())
-	t.Setenv("AZURE_TENANT_ID", testTenant)
+	t.Setenv("AZURE_AUTHORITY_HOST", cosmosDBTokenIssuer.URL())
+	t.Setenv("AZURE_TENANT_ID", cosmosDBTestTenant)
 	t.Setenv("AZURE_CLIENT_ID", "workload-client")
 	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
 
-	config := scalerConfig(env.metadata("cloud", "Private", "cosmosDBResourceURL", resource), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret})
+	config := cosmosDBScalerConfig(env.metadata("cloud", "Private", "cosmosDBResourceURL", resource), map[string]string{"endpoint": env.server.URL(), "clientSecret": cosmosDBCanarySecret})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
-	s := newTestScaler(t, config)
-	if metric, _ := poll(t, s); metric != 12 {
+	s := newCosmosDBTestScaler(t, config)
+	if metric, _ := pollCosmosDB(t, s); metric != 12 {
 		t.Fatalf("metric %d, want 12", metric)
 	}
-	grants := tokenIssuer.Grants()
+	grants := cosmosDBTokenIssuer.Grants()
 	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" {
 		t.Fatalf("grant %+v, want a federated assertion for workload-client", last)
 	}
@@ -104,7 +104,7 @@ func TestCosmosDBKeyForDataBearerForLease(t *testing.T) {
 	const resource = "https://cosmos.private.example"
 	data := newCosmosEnv(t, 1, cosmostest.DotNetV0)
 	data.writeToRange(t, "0", 9)
-	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
+	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(cosmosDBTokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
 	p := cosmostest.NewProcessor("orders-processor", data.monitored, leaseContainer, cosmostest.DotNetV0)
@@ -114,9 +114,9 @@ func TestCosmosDBKeyForDataBearerForLease(t *testing.T) {
 	if err := p.Checkpoint("0", data.monitored.LSN("0")-9); err != nil {
 		t.Fatal(err)
 	}
-	metadata := data.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
-	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL())
-	if metric, _ := poll(t, newTestScaler(t, scalerConfig(metadata, auth))); metric != 9 {
+	metadata := data.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", cosmosDBTokenIssuer.URL())
+	auth := cosmosDBServicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL())
+	if metric, _ := pollCosmosDB(t, newCosmosDBTestScaler(t, cosmosDBScalerConfig(metadata, auth))); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)
 	}
 	if leaseServer.Count(cosmostest.KindQuery) != 1 || data.server.Count(cosmostest.KindQuery) != 0 {

@@ -11,10 +11,10 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-const canaryKey = "Q0FOQVJZLXNlY3JldC1rZXktZG8tbm90LWxlYWs=" // base64 of a recognisable secret
-const canarySecret = "CANARY-client-secret-do-not-leak"
+const cosmosDBCanaryKey = "Q0FOQVJZLXNlY3JldC1rZXktZG8tbm90LWxlYWs=" // base64 of a recognisable secret
+const cosmosDBCanarySecret = "CANARY-client-secret-do-not-leak"
 
-func baseMetadata(extra ...string) map[string]string {
+func cosmosDBBaseMetadata(extra ...string) map[string]string {
 	m := map[string]string{
 		"databaseId": "appdb", "containerId": "orders", "leaseDatabaseId": "appdb",
 		"leaseContainerId": "leases", "processorName": "orders-processor",
@@ -33,7 +33,7 @@ func baseMetadata(extra ...string) map[string]string {
 // the parameter, and no secret value appears in it.
 func TestCosmosDBConfigurationErrors(t *testing.T) {
 	endpoint := "https://myaccount.documents.azure.com:443/"
-	goodConnection := "AccountEndpoint=" + endpoint + ";AccountKey=" + canaryKey + ";"
+	goodConnection := "AccountEndpoint=" + endpoint + ";AccountKey=" + cosmosDBCanaryKey + ";"
 	keyAuthParams := map[string]string{"connection": goodConnection}
 	cases := []struct {
 		name     string
@@ -41,47 +41,47 @@ func TestCosmosDBConfigurationErrors(t *testing.T) {
 		auth     map[string]string
 		mention  string
 	}{
-		{"missing databaseId", baseMetadata("databaseId", ""), keyAuthParams, "databaseId"},
-		{"missing containerId", baseMetadata("containerId", ""), keyAuthParams, "containerId"},
-		{"missing leaseDatabaseId", baseMetadata("leaseDatabaseId", ""), keyAuthParams, "leaseDatabaseId"},
-		{"missing leaseContainerId", baseMetadata("leaseContainerId", ""), keyAuthParams, "leaseContainerId"},
-		{"missing processorName", baseMetadata("processorName", ""), keyAuthParams, "processorName"},
-		{"id with slash", baseMetadata("containerId", "a/b"), keyAuthParams, "containerId"},
-		{"threshold zero", baseMetadata("changeFeedLagThreshold", "0"), keyAuthParams, "changeFeedLagThreshold"},
-		{"threshold negative", baseMetadata("changeFeedLagThreshold", "-5"), keyAuthParams, "changeFeedLagThreshold"},
-		{"threshold not a number", baseMetadata("changeFeedLagThreshold", "lots"), keyAuthParams, "changeFeedLagThreshold"},
-		{"activation negative", baseMetadata("activationChangeFeedLagThreshold", "-1"), keyAuthParams, "activationChangeFeedLagThreshold"},
-		{"activation equal to threshold", baseMetadata("activationChangeFeedLagThreshold", "100"), keyAuthParams, "activationChangeFeedLagThreshold"},
-		{"activation above threshold", baseMetadata("changeFeedLagThreshold", "10", "activationChangeFeedLagThreshold", "50"), keyAuthParams, "activationChangeFeedLagThreshold"},
-		{"unknown cloud", baseMetadata("cloud", "Moon"), keyAuthParams, "cloud"},
-		{"no account at all", baseMetadata(), map[string]string{}, "endpoint"},
-		{"connection without key", baseMetadata(), map[string]string{"connection": "AccountEndpoint=" + endpoint}, "connection"},
-		{"connection without endpoint", baseMetadata(), map[string]string{"connection": "AccountKey=" + canaryKey}, "connection"},
-		{"connection garbage", baseMetadata(), map[string]string{"connection": "not-a-connection-string " + canaryKey}, "connection"},
-		{"connection bad scheme", baseMetadata(), map[string]string{"connection": "AccountEndpoint=ftp://x.documents.azure.com/;AccountKey=" + canaryKey}, "connection"},
-		{"connection key not base64", baseMetadata(), map[string]string{"connection": "AccountEndpoint=" + endpoint + ";AccountKey=" + canarySecret}, "connection"},
-		{"endpoint not a URL", baseMetadata(), map[string]string{"endpoint": "::myaccount", "cosmosDBKey": canaryKey}, "endpoint"},
-		{"endpoint with path", baseMetadata(), map[string]string{"endpoint": endpoint + "dbs/x", "cosmosDBKey": canaryKey}, "endpoint"},
-		{"key not base64", baseMetadata(), map[string]string{"endpoint": endpoint, "cosmosDBKey": canarySecret}, "cosmosDBKey"},
-		{"key without endpoint", baseMetadata(), map[string]string{"cosmosDBKey": canaryKey}, "cosmosDBKey"},
-		{"lease key without lease endpoint", baseMetadata(), map[string]string{"connection": goodConnection, "leaseCosmosDBKey": canaryKey}, "leaseCosmosDBKey"},
-		{"lease connection malformed", baseMetadata(), map[string]string{"connection": goodConnection, "leaseConnection": "AccountKey=" + canaryKey}, "leaseConnection"},
-		{"lease key not base64", baseMetadata(), map[string]string{"connection": goodConnection, "leaseEndpoint": endpoint, "leaseCosmosDBKey": canarySecret}, "leaseCosmosDBKey"},
-		{"endpoint without any credential", baseMetadata(), map[string]string{"endpoint": endpoint}, "tenantId"},
-		{"partial service principal", baseMetadata(), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientSecret": canarySecret}, "clientId"},
-		{"partial service principal even with keys", baseMetadata(), map[string]string{"connection": goodConnection, "clientId": "app"}, "tenantId"},
-		{"private cloud without resource URL", baseMetadata("cloud", "Private"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": canarySecret}, "cosmosDBResourceURL"},
-		{"private cloud service principal without authority", baseMetadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": canarySecret}, "activeDirectoryEndpoint"},
-		{"private cloud resource URL not https", baseMetadata("cloud", "Private", "cosmosDBResourceURL", "http://cosmos.private.example", "activeDirectoryEndpoint", "https://login.private.example/"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": canarySecret}, "cosmosDBResourceURL"},
+		{"missing databaseId", cosmosDBBaseMetadata("databaseId", ""), keyAuthParams, "databaseId"},
+		{"missing containerId", cosmosDBBaseMetadata("containerId", ""), keyAuthParams, "containerId"},
+		{"missing leaseDatabaseId", cosmosDBBaseMetadata("leaseDatabaseId", ""), keyAuthParams, "leaseDatabaseId"},
+		{"missing leaseContainerId", cosmosDBBaseMetadata("leaseContainerId", ""), keyAuthParams, "leaseContainerId"},
+		{"missing processorName", cosmosDBBaseMetadata("processorName", ""), keyAuthParams, "processorName"},
+		{"id with slash", cosmosDBBaseMetadata("containerId", "a/b"), keyAuthParams, "containerId"},
+		{"threshold zero", cosmosDBBaseMetadata("changeFeedLagThreshold", "0"), keyAuthParams, "changeFeedLagThreshold"},
+		{"threshold negative", cosmosDBBaseMetadata("changeFeedLagThreshold", "-5"), keyAuthParams, "changeFeedLagThreshold"},
+		{"threshold not a number", cosmosDBBaseMetadata("changeFeedLagThreshold", "lots"), keyAuthParams, "changeFeedLagThreshold"},
+		{"activation negative", cosmosDBBaseMetadata("activationChangeFeedLagThreshold", "-1"), keyAuthParams, "activationChangeFeedLagThreshold"},
+		{"activation equal to threshold", cosmosDBBaseMetadata("activationChangeFeedLagThreshold", "100"), keyAuthParams, "activationChangeFeedLagThreshold"},
+		{"activation above threshold", cosmosDBBaseMetadata("changeFeedLagThreshold", "10", "activationChangeFeedLagThreshold", "50"), keyAuthParams, "activationChangeFeedLagThreshold"},
+		{"unknown cloud", cosmosDBBaseMetadata("cloud", "Moon"), keyAuthParams, "cloud"},
+		{"no account at all", cosmosDBBaseMetadata(), map[string]string{}, "endpoint"},
+		{"connection without key", cosmosDBBaseMetadata(), map[string]string{"connection": "AccountEndpoint=" + endpoint}, "connection"},
+		{"connection without endpoint", cosmosDBBaseMetadata(), map[string]string{"connection": "AccountKey=" + cosmosDBCanaryKey}, "connection"},
+		{"connection garbage", cosmosDBBaseMetadata(), map[string]string{"connection": "not-a-connection-string " + cosmosDBCanaryKey}, "connection"},
+		{"connection bad scheme", cosmosDBBaseMetadata(), map[string]string{"connection": "AccountEndpoint=ftp://x.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey}, "connection"},
+		{"connection key not base64", cosmosDBBaseMetadata(), map[string]string{"connection": "AccountEndpoint=" + endpoint + ";AccountKey=" + cosmosDBCanarySecret}, "connection"},
+		{"endpoint not a URL", cosmosDBBaseMetadata(), map[string]string{"endpoint": "::myaccount", "cosmosDBKey": cosmosDBCanaryKey}, "endpoint"},
+		{"endpoint with path", cosmosDBBaseMetadata(), map[string]string{"endpoint": endpoint + "dbs/x", "cosmosDBKey": cosmosDBCanaryKey}, "endpoint"},
+		{"key not base64", cosmosDBBaseMetadata(), map[string]string{"endpoint": endpoint, "cosmosDBKey": cosmosDBCanarySecret}, "cosmosDBKey"},
+		{"key without endpoint", cosmosDBBaseMetadata(), map[string]string{"cosmosDBKey": cosmosDBCanaryKey}, "cosmosDBKey"},
+		{"lease key without lease endpoint", cosmosDBBaseMetadata(), map[string]string{"connection": goodConnection, "leaseCosmosDBKey": cosmosDBCanaryKey}, "leaseCosmosDBKey"},
+		{"lease connection malformed", cosmosDBBaseMetadata(), map[string]string{"connection": goodConnection, "leaseConnection": "AccountKey=" + cosmosDBCanaryKey}, "leaseConnection"},
+		{"lease key not base64", cosmosDBBaseMetadata(), map[string]string{"connection": goodConnection, "leaseEndpoint": endpoint, "leaseCosmosDBKey": cosmosDBCanarySecret}, "leaseCosmosDBKey"},
+		{"endpoint without any credential", cosmosDBBaseMetadata(), map[string]string{"endpoint": endpoint}, "tenantId"},
+		{"partial service principal", cosmosDBBaseMetadata(), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientSecret": cosmosDBCanarySecret}, "clientId"},
+		{"partial service principal even with keys", cosmosDBBaseMetadata(), map[string]string{"connection": goodConnection, "clientId": "app"}, "tenantId"},
+		{"private cloud without resource URL", cosmosDBBaseMetadata("cloud", "Private"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": cosmosDBCanarySecret}, "cosmosDBResourceURL"},
+		{"private cloud service principal without authority", cosmosDBBaseMetadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": cosmosDBCanarySecret}, "activeDirectoryEndpoint"},
+		{"private cloud resource URL not https", cosmosDBBaseMetadata("cloud", "Private", "cosmosDBResourceURL", "http://cosmos.private.example", "activeDirectoryEndpoint", "https://login.private.example/"), map[string]string{"endpoint": endpoint, "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": cosmosDBCanarySecret}, "cosmosDBResourceURL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewAzureCosmosDBScaler(scalerConfig(tc.metadata, tc.auth))
+			_, err := NewAzureCosmosDBScaler(cosmosDBScalerConfig(tc.metadata, tc.auth))
 			if err == nil {
 				t.Fatal("construction succeeded, want an error")
 			}
-			assertContains(t, err, tc.mention)
-			for _, secret := range []string{canaryKey, canarySecret, "CANARY"} {
+			assertCosmosDBError(t, err, tc.mention)
+			for _, secret := range []string{cosmosDBCanaryKey, cosmosDBCanarySecret, "CANARY"} {
 				if strings.Contains(err.Error(), secret) {
 					t.Fatalf("error leaks a secret: %v", err)
 				}
@@ -91,7 +91,7 @@ func TestCosmosDBConfigurationErrors(t *testing.T) {
 }
 
 func TestCosmosDBUtilizationMetricTypeIsRejected(t *testing.T) {
-	config := scalerConfig(baseMetadata(), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + canaryKey})
+	config := cosmosDBScalerConfig(cosmosDBBaseMetadata(), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey})
 	config.MetricType = v2.UtilizationMetricType
 	if _, err := NewAzureCosmosDBScaler(config); err == nil {
 		t.Fatal("Utilization accepted")
@@ -99,22 +99,22 @@ func TestCosmosDBUtilizationMetricTypeIsRejected(t *testing.T) {
 }
 
 func TestCosmosDBUnsupportedPodIdentityIsRejected(t *testing.T) {
-	config := scalerConfig(baseMetadata(), map[string]string{"endpoint": "https://a.documents.azure.com/"})
+	config := cosmosDBScalerConfig(cosmosDBBaseMetadata(), map[string]string{"endpoint": "https://a.documents.azure.com/"})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAws}
 	_, err := NewAzureCosmosDBScaler(config)
 	if err == nil {
 		t.Fatal("aws pod identity accepted for Cosmos DB")
 	}
-	assertContains(t, err, "podIdentity")
+	assertCosmosDBError(t, err, "podIdentity")
 }
 
 // Defaults: threshold 100, activation 0, AverageValue; the metric name is
 // KEDA's s<index>- prefix on a normalised name unique per processor and
 // lease container.
 func TestCosmosDBMetricSpec(t *testing.T) {
-	config := scalerConfig(baseMetadata("leaseContainerId", "Leases_1"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + canaryKey})
+	config := cosmosDBScalerConfig(cosmosDBBaseMetadata("leaseContainerId", "Leases_1"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey})
 	config.TriggerIndex = 3
-	s := newTestScaler(t, config)
+	s := newCosmosDBTestScaler(t, config)
 	specs := s.GetMetricSpecForScaling(context.Background())
 	if len(specs) != 1 || specs[0].External == nil || specs[0].Type != v2.ExternalMetricSourceType {
 		t.Fatalf("specs %+v, want one external metric", specs)
@@ -122,14 +122,14 @@ func TestCosmosDBMetricSpec(t *testing.T) {
 	if got, want := specs[0].External.Metric.Name, "s3-azure-cosmosdb-appdb-Leases_1-orders-processor"; got != want {
 		t.Fatalf("metric name %q, want %q", got, want)
 	}
-	if specs[0].External.Target.Type != v2.AverageValueMetricType || targetOf(specs[0]) != 100 {
+	if specs[0].External.Target.Type != v2.AverageValueMetricType || cosmosDBTarget(specs[0]) != 100 {
 		t.Fatalf("target %+v, want AverageValue 100", specs[0].External.Target)
 	}
 
-	config = scalerConfig(baseMetadata("changeFeedLagThreshold", "25"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + canaryKey})
+	config = cosmosDBScalerConfig(cosmosDBBaseMetadata("changeFeedLagThreshold", "25"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey})
 	config.MetricType = v2.ValueMetricType
-	specs = newTestScaler(t, config).GetMetricSpecForScaling(context.Background())
-	if specs[0].External.Target.Type != v2.ValueMetricType || targetOf(specs[0]) != 25 {
+	specs = newCosmosDBTestScaler(t, config).GetMetricSpecForScaling(context.Background())
+	if specs[0].External.Target.Type != v2.ValueMetricType || cosmosDBTarget(specs[0]) != 25 {
 		t.Fatalf("target %+v, want Value 25", specs[0].External.Target)
 	}
 }
@@ -139,7 +139,7 @@ func TestCosmosDBMetricSpec(t *testing.T) {
 func TestCosmosDBCredentialPrecedence(t *testing.T) {
 	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
 	env.writeToRange(t, "0", 4)
-	wrongKey := canaryKey
+	wrongKey := cosmosDBCanaryKey
 	cases := []struct {
 		name     string
 		metadata map[string]string
@@ -157,15 +157,15 @@ func TestCosmosDBCredentialPrecedence(t *testing.T) {
 		{"endpoint and key", env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": env.server.Key()}, nil},
 		{"endpoint and cosmosDBKeyFromEnv", env.metadata("cosmosDBKeyFromEnv", "KEY"), map[string]string{"endpoint": env.server.URL()}, map[string]string{"KEY": env.server.Key()}},
 		{"keys win over a configured service principal", env.metadata(),
-			map[string]string{"connection": env.server.ConnectionString(), "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": canarySecret}, nil},
+			map[string]string{"connection": env.server.ConnectionString(), "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47", "clientId": "app", "clientSecret": cosmosDBCanarySecret}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			config := scalerConfig(tc.metadata, tc.auth)
+			config := cosmosDBScalerConfig(tc.metadata, tc.auth)
 			if tc.env != nil {
 				config.ResolvedEnv = tc.env
 			}
-			if metric, _ := poll(t, newTestScaler(t, config)); metric != 4 {
+			if metric, _ := pollCosmosDB(t, newCosmosDBTestScaler(t, config)); metric != 4 {
 				t.Fatalf("metric %d, want 4", metric)
 			}
 		})
@@ -195,14 +195,14 @@ func TestCosmosDBSeparateLeaseAccount(t *testing.T) {
 		"leaseEndpoint + leaseCosmosDBKey": map[string]string{"endpoint": data.server.URL(), "cosmosDBKey": data.server.Key(), "leaseEndpoint": leaseServer.URL(), "leaseCosmosDBKey": leaseServer.Key()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if metric, _ := poll(t, newTestScaler(t, scalerConfig(metadata, auth))); metric != 6 {
+			if metric, _ := pollCosmosDB(t, newCosmosDBTestScaler(t, cosmosDBScalerConfig(metadata, auth))); metric != 6 {
 				t.Fatalf("metric %d, want 6", metric)
 			}
 		})
 	}
 	// A lease endpoint without its own key does not borrow the data key.
 	auth := map[string]string{"connection": data.server.ConnectionString(), "leaseEndpoint": leaseServer.URL()}
-	if _, err := NewAzureCosmosDBScaler(scalerConfig(metadata, auth)); err == nil {
+	if _, err := NewAzureCosmosDBScaler(cosmosDBScalerConfig(metadata, auth)); err == nil {
 		t.Fatal("lease endpoint without key or bearer credential accepted")
 	}
 }

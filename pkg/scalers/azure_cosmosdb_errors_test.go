@@ -33,14 +33,14 @@ func TestCosmosDBFailuresFailThePoll(t *testing.T) {
 			for _, r := range []string{"0", "1", "2"} {
 				env.writeToRange(t, r, 10)
 			}
-			s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-			if metric, _ := poll(t, s); metric != 30 {
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+			if metric, _ := pollCosmosDB(t, s); metric != 30 {
 				t.Fatalf("healthy poll metric %d, want 30", metric)
 			}
 			env.server.InjectFault(tc.fault)
-			err := pollError(t, s)
-			assertContains(t, err, tc.mention...)
-			assertNoSecret(t, err.Error(), env.server)
+			err := pollCosmosDBError(t, s)
+			assertCosmosDBError(t, err, tc.mention...)
+			assertNoCosmosDBSecret(t, err.Error(), env.server)
 		})
 	}
 }
@@ -48,10 +48,10 @@ func TestCosmosDBFailuresFailThePoll(t *testing.T) {
 // A wrong account key is an authentication failure of the poll.
 func TestCosmosDBWrongKeyFailsThePoll(t *testing.T) {
 	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
-	s := newTestScaler(t, scalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": canaryKey}))
-	err := pollError(t, s)
-	assertContains(t, err, "401")
-	if strings.Contains(err.Error(), canaryKey) {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": cosmosDBCanaryKey}))
+	err := pollCosmosDBError(t, s)
+	assertCosmosDBError(t, err, "401")
+	if strings.Contains(err.Error(), cosmosDBCanaryKey) {
 		t.Fatalf("error leaks the key: %v", err)
 	}
 }
@@ -59,16 +59,16 @@ func TestCosmosDBWrongKeyFailsThePoll(t *testing.T) {
 // A missing monitored container is reported, not read as zero lag.
 func TestCosmosDBMissingMonitoredContainer(t *testing.T) {
 	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
-	s := newTestScaler(t, scalerConfig(env.metadata("containerId", "nosuchcontainer"), keyAuth(env.server)))
-	assertContains(t, pollError(t, s), "nosuchcontainer", "404")
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("containerId", "nosuchcontainer"), cosmosDBKeyAuth(env.server)))
+	assertCosmosDBError(t, pollCosmosDBError(t, s), "nosuchcontainer", "404")
 }
 
 // The poll honours its context: a deadline shorter than the service's
 // latency fails the poll promptly.
 func TestCosmosDBPollHonoursContextDeadline(t *testing.T) {
 	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
-	s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	poll(t, s)
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	pollCosmosDB(t, s)
 	env.server.SetLatency(5 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -81,7 +81,7 @@ func TestCosmosDBPollHonoursContextDeadline(t *testing.T) {
 	}
 }
 
-func assertNoSecret(t *testing.T, text string, srv *cosmostest.Server) {
+func assertNoCosmosDBSecret(t *testing.T, text string, srv *cosmostest.Server) {
 	t.Helper()
 	if strings.Contains(text, srv.Key()) || strings.Contains(text, srv.ConnectionString()) {
 		t.Fatalf("text leaks the account key: %s", text)

@@ -64,7 +64,7 @@ func (e *cosmosEnv) writeToRange(t *testing.T, rangeID string, n int) {
 	}
 }
 
-func scalerConfig(metadata, authParams map[string]string) *scalersconfig.ScalerConfig {
+func cosmosDBScalerConfig(metadata, authParams map[string]string) *scalersconfig.ScalerConfig {
 	return &scalersconfig.ScalerConfig{
 		TriggerMetadata:         metadata,
 		AuthParams:              authParams,
@@ -77,7 +77,7 @@ func scalerConfig(metadata, authParams map[string]string) *scalersconfig.ScalerC
 	}
 }
 
-func newTestScaler(t *testing.T, config *scalersconfig.ScalerConfig) Scaler {
+func newCosmosDBTestScaler(t *testing.T, config *scalersconfig.ScalerConfig) Scaler {
 	t.Helper()
 	s, err := NewAzureCosmosDBScaler(config)
 	if err != nil {
@@ -88,7 +88,7 @@ func newTestScaler(t *testing.T, config *scalersconfig.ScalerConfig) Scaler {
 }
 
 // poll returns the metric value (as an integer) and activity of one poll.
-func poll(t *testing.T, s Scaler) (int64, bool) {
+func pollCosmosDB(t *testing.T, s Scaler) (int64, bool) {
 	t.Helper()
 	metrics, active, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
 	if err != nil {
@@ -101,7 +101,7 @@ func poll(t *testing.T, s Scaler) (int64, bool) {
 }
 
 // pollError returns the error of a poll that must fail, checking it yields no metric.
-func pollError(t *testing.T, s Scaler) error {
+func pollCosmosDBError(t *testing.T, s Scaler) error {
 	t.Helper()
 	metrics, active, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
 	if err == nil {
@@ -113,11 +113,11 @@ func pollError(t *testing.T, s Scaler) error {
 	return err
 }
 
-func keyAuth(srv *cosmostest.Server) map[string]string {
+func cosmosDBKeyAuth(srv *cosmostest.Server) map[string]string {
 	return map[string]string{"connection": srv.ConnectionString()}
 }
 
-func assertContains(t *testing.T, err error, parts ...string) {
+func assertCosmosDBError(t *testing.T, err error, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {
@@ -126,7 +126,7 @@ func assertContains(t *testing.T, err error, parts ...string) {
 	}
 }
 
-func targetOf(spec v2.MetricSpec) int64 {
+func cosmosDBTarget(spec v2.MetricSpec) int64 {
 	if spec.External.Target.AverageValue != nil {
 		return spec.External.Target.AverageValue.Value()
 	}

@@ -7,20 +7,20 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
-var allLeaseFormats = []cosmostest.LeaseFormat{
+var cosmosDBLeaseFormats = []cosmostest.LeaseFormat{
 	cosmostest.DotNetV0, cosmostest.DotNetV1EPK, cosmostest.JavaV0, cosmostest.JavaV1EPK, cosmostest.DotNetV2Library,
 }
 
 // Each writer's lease format yields the same estimate for the same backlog.
 func TestCosmosDBLagForEachLeaseFormat(t *testing.T) {
-	for _, format := range allLeaseFormats {
+	for _, format := range cosmosDBLeaseFormats {
 		t.Run(format.String(), func(t *testing.T) {
 			env := newCosmosEnv(t, 3, format)
 			env.writeToRange(t, "0", 40)
 			env.writeToRange(t, "2", 250)
-			s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 
-			metric, active := poll(t, s)
+			metric, active := pollCosmosDB(t, s)
 			// total 290, two active partitions, threshold 100: min(290, 200).
 			if metric != 200 || !active {
 				t.Fatalf("metric %d active %v, want 200 true", metric, active)
@@ -32,8 +32,8 @@ func TestCosmosDBLagForEachLeaseFormat(t *testing.T) {
 // No pending items (304 from every lease's checkpoint) is zero and inactive.
 func TestCosmosDBNoLagIsZeroAndInactive(t *testing.T) {
 	env := newCosmosEnv(t, 4, cosmostest.DotNetV0)
-	s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	metric, active := poll(t, s)
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	metric, active := pollCosmosDB(t, s)
 	if metric != 0 || active {
 		t.Fatalf("metric %d active %v, want 0 false", metric, active)
 	}
@@ -54,8 +54,8 @@ func TestCosmosDBLagFromCheckpointForEachSessionTokenForm(t *testing.T) {
 			if err := env.processor.Checkpoint("0", start+12); err != nil {
 				t.Fatal(err)
 			}
-			s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1000"), keyAuth(env.server)))
-			if metric, _ := poll(t, s); metric != 18 {
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "1000"), cosmosDBKeyAuth(env.server)))
+			if metric, _ := pollCosmosDB(t, s); metric != 18 {
 				t.Fatalf("metric %d, want 18 (30 written, 12 checkpointed)", metric)
 			}
 		})
@@ -70,8 +70,8 @@ func TestCosmosDBCaughtUpLeaseIsZero(t *testing.T) {
 	if err := env.processor.CatchUp("1"); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	if metric, active := poll(t, s); metric != 50 || !active {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	if metric, active := pollCosmosDB(t, s); metric != 50 || !active {
 		t.Fatalf("metric %d active %v, want 50 true", metric, active)
 	}
 }
@@ -81,8 +81,8 @@ func TestCosmosDBCaughtUpLeaseIsZero(t *testing.T) {
 func TestCosmosDBSingleHotPartitionIsCappedAtOneThreshold(t *testing.T) {
 	env := newCosmosEnv(t, 4, cosmostest.DotNetV0)
 	env.writeToRange(t, "3", 5000)
-	s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "100"), keyAuth(env.server)))
-	if metric, active := poll(t, s); metric != 100 || !active {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "100"), cosmosDBKeyAuth(env.server)))
+	if metric, active := pollCosmosDB(t, s); metric != 100 || !active {
 		t.Fatalf("metric %d active %v, want 100 true", metric, active)
 	}
 }
@@ -97,8 +97,8 @@ func TestCosmosDBActivationThreshold(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-over-%s", tc.written, tc.activation), func(t *testing.T) {
 			env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
 			env.writeToRange(t, "0", tc.written)
-			s := newTestScaler(t, scalerConfig(env.metadata("activationChangeFeedLagThreshold", tc.activation), keyAuth(env.server)))
-			metric, active := poll(t, s)
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("activationChangeFeedLagThreshold", tc.activation), cosmosDBKeyAuth(env.server)))
+			metric, active := pollCosmosDB(t, s)
 			if metric != int64(tc.written) || active != tc.active {
 				t.Fatalf("metric %d active %v, want %d %v", metric, active, tc.written, tc.active)
 			}
@@ -118,8 +118,8 @@ func TestCosmosDBReadsEveryLeasePage(t *testing.T) {
 		env.writeToRange(t, r.ID, 1)
 	}
 	env.server.ResetRequests()
-	s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1"), keyAuth(env.server)))
-	if metric, _ := poll(t, s); metric != 120 {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "1"), cosmosDBKeyAuth(env.server)))
+	if metric, _ := pollCosmosDB(t, s); metric != 120 {
 		t.Fatalf("metric %d, want 120 (one item in each of 120 ranges)", metric)
 	}
 	if pages := env.server.Count(cosmostest.KindQuery); pages < 2 {
@@ -161,8 +161,8 @@ func TestCosmosDBCountsOnlyThisProcessorsLeases(t *testing.T) {
 			}
 		}
 	}
-	s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	if metric, _ := poll(t, s); metric != 7 {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	if metric, _ := pollCosmosDB(t, s); metric != 7 {
 		t.Fatalf("metric %d, want 7 (only this processor's lease on orders)", metric)
 	}
 }

@@ -9,20 +9,20 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
-// tokenIssuer is the package's Entra ID stand-in. Go reads SSL_CERT_FILE and
+// cosmosDBTokenIssuer is the package's Entra ID stand-in. Go reads SSL_CERT_FILE and
 // the proxy variables once, before the first TLS connection, so TestMain
 // sets them before any test runs: the issuer's CA is trusted, and requests
 // to public authorities such as login.microsoftonline.com go through the
 // issuer's proxy, while loopback Cosmos DB servers stay direct.
-var tokenIssuer *cosmostest.TokenIssuer
+var cosmosDBTokenIssuer *cosmostest.TokenIssuer
 
 func TestMain(m *testing.M) {
-	os.Exit(runWithTokenIssuer(m))
+	os.Exit(runCosmosDBTestsWithTokenIssuer(m))
 }
 
-func runWithTokenIssuer(m *testing.M) int {
-	tokenIssuer = cosmostest.NewTokenIssuer()
-	defer tokenIssuer.Close()
+func runCosmosDBTestsWithTokenIssuer(m *testing.M) int {
+	cosmosDBTokenIssuer = cosmostest.NewTokenIssuer()
+	defer cosmosDBTokenIssuer.Close()
 	dir, err := os.MkdirTemp("", "cosmosdb-scaler-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -30,12 +30,12 @@ func runWithTokenIssuer(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, tokenIssuer.CAPEM(), 0o600); err != nil {
+	if err := os.WriteFile(caFile, cosmosDBTokenIssuer.CAPEM(), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Setenv("HTTPS_PROXY", tokenIssuer.ProxyURL())
+	os.Setenv("HTTPS_PROXY", cosmosDBTokenIssuer.ProxyURL())
 	os.Setenv("NO_PROXY", "127.0.0.1,localhost")
 	return m.Run()
 }

@@ -13,12 +13,12 @@ func TestCosmosDBSplitRecoveredAfterLeaseRefresh(t *testing.T) {
 	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
 	env.writeToRange(t, "0", 30)
 	env.writeToRange(t, "1", 20)
-	s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	poll(t, s) // warm caches
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	pollCosmosDB(t, s) // warm caches
 
 	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "1", Status: http.StatusGone, SubStatus: 1002, Times: 1})
 	env.server.ResetRequests()
-	if metric, active := poll(t, s); metric != 50 || !active {
+	if metric, active := pollCosmosDB(t, s); metric != 50 || !active {
 		t.Fatalf("metric %d active %v, want 50 true", metric, active)
 	}
 	if q := env.server.Count(cosmostest.KindQuery); q != 2 {
@@ -35,9 +35,9 @@ func TestCosmosDBStaleParentAloneWakesOneReplica(t *testing.T) {
 			if _, _, err := env.monitored.Split(env.monitored.Ranges()[0].ID); err != nil {
 				t.Fatal(err)
 			}
-			s := newTestScaler(t, scalerConfig(env.metadata("activationChangeFeedLagThreshold", "7"), keyAuth(env.server)))
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("activationChangeFeedLagThreshold", "7"), cosmosDBKeyAuth(env.server)))
 			env.server.ResetRequests()
-			metric, active := poll(t, s)
+			metric, active := pollCosmosDB(t, s)
 			if metric != 8 || !active {
 				t.Fatalf("metric %d active %v, want activation+1 = 8 and active", metric, active)
 			}
@@ -55,8 +55,8 @@ func TestCosmosDBStaleParentWithOtherLagAddsNoPartition(t *testing.T) {
 	if _, _, err := env.monitored.Split("0"); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "100"), keyAuth(env.server)))
-	if metric, active := poll(t, s); metric != 100 || !active {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "100"), cosmosDBKeyAuth(env.server)))
+	if metric, active := pollCosmosDB(t, s); metric != 100 || !active {
 		t.Fatalf("metric %d active %v, want 100 (one active partition) true", metric, active)
 	}
 }
@@ -68,8 +68,8 @@ func TestCosmosDBStaleParentRaisesSmallLagAboveActivation(t *testing.T) {
 	if _, _, err := env.monitored.Split("0"); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestScaler(t, scalerConfig(env.metadata("activationChangeFeedLagThreshold", "10"), keyAuth(env.server)))
-	if metric, active := poll(t, s); metric != 11 || !active {
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("activationChangeFeedLagThreshold", "10"), cosmosDBKeyAuth(env.server)))
+	if metric, active := pollCosmosDB(t, s); metric != 11 || !active {
 		t.Fatalf("metric %d active %v, want 11 true", metric, active)
 	}
 }
@@ -77,7 +77,7 @@ func TestCosmosDBStaleParentRaisesSmallLagAboveActivation(t *testing.T) {
 // Once the processor replaced the parent with child leases, lag is read
 // from the children again: each child continues the parent's LSNs.
 func TestCosmosDBChildLeasesAfterSplit(t *testing.T) {
-	for _, format := range allLeaseFormats {
+	for _, format := range cosmosDBLeaseFormats {
 		t.Run(format.String(), func(t *testing.T) {
 			env := newCosmosEnv(t, 1, format)
 			env.writeToRange(t, "0", 10)
@@ -93,8 +93,8 @@ func TestCosmosDBChildLeasesAfterSplit(t *testing.T) {
 			for _, r := range env.monitored.Ranges() {
 				env.writeToRange(t, r.ID, 5)
 			}
-			s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1000"), keyAuth(env.server)))
-			if metric, _ := poll(t, s); metric != 10 {
+			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "1000"), cosmosDBKeyAuth(env.server)))
+			if metric, _ := pollCosmosDB(t, s); metric != 10 {
 				t.Fatalf("metric %d, want 10 (5 new items in each child)", metric)
 			}
 		})
@@ -118,9 +118,9 @@ func TestCosmosDBEPKLeasesInsideMergedRange(t *testing.T) {
 	if _, err := env.monitored.Merge(ranges[0].ID, ranges[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1000"), keyAuth(env.server)))
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "1000"), cosmosDBKeyAuth(env.server)))
 	// Lease 0 is caught up within its sub-range; lease 1 is 9 - 1 + 1 behind.
-	if metric, _ := poll(t, s); metric != 9 {
+	if metric, _ := pollCosmosDB(t, s); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)
 	}
 	for _, r := range env.server.Requests() {
@@ -136,9 +136,9 @@ func TestCosmosDBOther410IsAnError(t *testing.T) {
 		env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
 		env.writeToRange(t, "0", 3)
 		env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: http.StatusGone, SubStatus: sub})
-		s := newTestScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-		err := pollError(t, s)
-		assertContains(t, err, "410", "lease 0")
+		s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+		err := pollCosmosDBError(t, s)
+		assertCosmosDBError(t, err, "410", "lease 0")
 		if env.server.Count(cosmostest.KindQuery) != 1 {
 			t.Fatalf("substatus %d triggered a lease refresh", sub)
 		}
