@@ -137,7 +137,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
 		return exitFailed
 	}
-	if o.chart != "" {
+	if o.chart != "" && len(polls) > 0 {
 		if err := writeChart(o.chart, polls, o); err != nil {
 			fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
 			return exitFailed
@@ -205,11 +205,11 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	for k := 0; k <= steps; k++ {
 		var events []string
 		if k > 0 {
-			if events, err = w.step(ctx, k, int(replicas)); err != nil {
+			if events, err = w.step(ctx, k, int(replicas)); err != nil && ctx.Err() == nil {
 				return polls, fmt.Errorf("simulation: %w", err)
 			}
 		}
-		if !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
+		if ctx.Err() != nil || !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
 			fmt.Fprintln(out, "interrupted")
 			break
 		}

@@ -29,6 +29,9 @@ func printPoll(w io.Writer, p demoPoll) {
 }
 
 func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll) {
+	if len(polls) == 0 {
+		return
+	}
 	var (
 		peak                          demoPoll
 		peakReplicas                  demoPoll
