@@ -94,6 +94,11 @@
 //     over REST. The change feed has no "all versions and deletes" mode and
 //     no start-time (If-Modified-Since) reads; A-IM reads of pkranges return
 //     the full set, not a delta.
+//   - Every server's Host is "127.0.0.1", so processors of two servers write
+//     the same host into lease ids (the port is not part of them, as with
+//     real endpoints); set Processor.AccountHost to tell accounts apart.
+//   - One lock guards each server; reads scan cached id / LSN orders. That is
+//     ample for tens of thousands of items (see the benchmarks), not more.
 //   - Splits and merges are instantaneous (no 410/1007 "completing split"
 //     window unless injected as a fault).
 package cosmostest

@@ -265,6 +265,11 @@ func (t *TokenIssuer) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.mu.Lock()
+	if t.closed { // Close already swept the tunnels; don't outlive it
+		t.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
 	t.tunnels[conn] = true
 	t.mu.Unlock()
 	defer func() {
