@@ -191,6 +191,20 @@ func TestCheckFromEnvAndSet(t *testing.T) {
 	assertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
+func TestCheckSetOverridesTriggerAuthentication(t *testing.T) {
+	srv := newTestAccount(t)
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	// The secret behind the TriggerAuthentication has no local value, but
+	// the parameter it fills is given directly.
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--set", "connection="+srv.ConnectionString())
+	if code != exitOK || !strings.Contains(stdout, "Total lag          7 over 2 lease(s)") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	assertNoSecret(t, srv.Key(), stdout, stderr)
+}
+
 func TestCheckWrongKey(t *testing.T) {
 	srv := newTestAccount(t)
 	dir := t.TempDir()

@@ -250,11 +250,13 @@ func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, w *wor
 		p.Metric = metrics[0].Value.Value()
 	}
 	p.Active = active
+	seen := false
 	for {
 		select {
 		case r := <-records:
 			switch {
 			case r.Msg == "change feed lag estimated":
+				seen = true
 				p.TotalLag, p.ActivePartitions = r.int64Value("totalLag"), r.int64Value("activePartitions")
 				p.RequestCharge = r.float64Value("requestCharge")
 			case r.int64Value("staleParents") > 0:
@@ -264,6 +266,9 @@ func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, w *wor
 				p.Events = append(p.Events, "scaler: split seen, estimate redone")
 			}
 		default:
+			if !seen {
+				p.Events = append(p.Events, "the scaler logged no per-poll figures: lag, partitions and RU unknown")
+			}
 			return p
 		}
 	}

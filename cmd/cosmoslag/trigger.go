@@ -89,20 +89,25 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 	}
 	s.config = cfg
 
-	if err := s.resolveAuth(m, trigger.AuthenticationRef, values, emulator); err != nil {
+	// A trigger parameter given with --set wins over the manifests whatever
+	// its lookup order, so it goes into the metadata and the auth params,
+	// and the sources it overrides are not looked up.
+	overridden := map[string]string{}
+	for k, v := range set {
+		if slices.Contains(knownParams, k) {
+			overridden[k] = v
+			cfg.TriggerMetadata[k] = v
+		}
+	}
+	if err := s.resolveAuth(m, trigger.AuthenticationRef, values, overridden, emulator); err != nil {
 		return nil, err
 	}
 	if !emulator {
-		if err := s.resolveEnv(values); err != nil {
+		if err := s.resolveEnv(values, overridden); err != nil {
 			return nil, err
 		}
 	}
-	for k, v := range set {
-		if slices.Contains(knownParams, k) {
-			// Both maps, so that --set wins whatever the parameter's lookup order.
-			cfg.AuthParams[k], cfg.TriggerMetadata[k] = v, v
-		}
-	}
+	maps.Copy(cfg.AuthParams, overridden)
 	for _, p := range secretParams {
 		s.addSecret(cfg.AuthParams[p])
 		s.addSecret(cfg.TriggerMetadata[p])
@@ -148,7 +153,7 @@ func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) 
 // resolveAuth fills AuthParams and PodIdentity from the referenced
 // TriggerAuthentication, with secret, config map and environment values
 // taken from the local values.
-func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.AuthenticationRef, values *localValues, emulator bool) error {
+func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.AuthenticationRef, values *localValues, overridden map[string]string, emulator bool) error {
 	if ref == nil {
 		if len(m.auths) > 0 {
 			s.notes = append(s.notes, "the trigger has no authenticationRef, so KEDA would not use the TriggerAuthentication given; it is ignored")
@@ -200,6 +205,9 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		refs = append(refs, ref3{"environment variable", "", r.Name, r.Parameter})
 	}
 	for _, r := range refs {
+		if _, ok := overridden[r.param]; ok {
+			continue
+		}
 		v, ok := values.lookup(r.key)
 		if !ok {
 			where := fmt.Sprintf("%s %q", r.what, r.key)
@@ -219,10 +227,13 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 
 // resolveEnv fills ResolvedEnv, the scale target's environment, for every
 // ...FromEnv parameter of the trigger.
-func (s *triggerSetup) resolveEnv(values *localValues) error {
+func (s *triggerSetup) resolveEnv(values *localValues, overridden map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(s.config.TriggerMetadata)) {
 		name := s.config.TriggerMetadata[k]
 		if !strings.HasSuffix(k, "FromEnv") || name == "" {
+			continue
+		}
+		if _, ok := overridden[strings.TrimSuffix(k, "FromEnv")]; ok {
 			continue
 		}
 		v, ok := values.lookup(name)
