@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,9 +23,8 @@ type checkOptions struct {
 	timeout  time.Duration
 }
 
-func checkFlags(o *checkOptions, stderr io.Writer) *flag.FlagSet {
+func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o.set.values = map[string]string{}
 	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required); may also hold the TriggerAuthentication")
 	fs.Var(&o.auth, "auth", "TriggerAuthentication or ClusterTriggerAuthentication YAML (repeatable)")
@@ -37,8 +35,8 @@ func checkFlags(o *checkOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
 	fs.BoolVar(&o.emulator, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
 
 Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
 would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
@@ -65,21 +63,17 @@ Examples:
 
 Flags:
 `)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
-	return fs
+	return fs, usage
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o checkOptions
-	fs := checkFlags(&o, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitBadArgs
+	fs, usage := checkFlags(&o)
+	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
+		return code
 	}
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "cosmoslag check: "+format+"\n", a...)

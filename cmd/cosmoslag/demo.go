@@ -40,9 +40,8 @@ type demoPoll struct {
 	Events           []string
 }
 
-func demoFlags(o *demoOptions, stderr io.Writer) *flag.FlagSet {
+func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.IntVar(&o.sim.Partitions, "partitions", 4, "physical partition key ranges of the monitored container (1-32)")
 	fs.Int64Var(&o.threshold, "threshold", 100, "trigger changeFeedLagThreshold: target lag per replica")
 	fs.Int64Var(&o.activation, "activation", 0, "trigger activationChangeFeedLagThreshold: lag above which 0 replicas activate")
@@ -54,8 +53,7 @@ func demoFlags(o *demoOptions, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.cooldown, "cooldown", 3*time.Second, "ScaledObject cooldownPeriod before scaling back to 0")
 	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
-	fs.Usage = func() {
-		w := fs.Output()
+	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
 
 Runs the azure-cosmosdb scaler against an embedded Cosmos DB server (no
@@ -78,9 +76,10 @@ and the HTTP requests and request units the poll cost. A summary follows.
 
 Flags:
 `)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
-	return fs
+	return fs, usage
 }
 
 func (o *demoOptions) validate() error {
@@ -115,14 +114,9 @@ func (o *demoOptions) validate() error {
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o demoOptions
-	fs := demoFlags(&o, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitBadArgs
+	fs, usage := demoFlags(&o)
+	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "cosmoslag demo: unexpected argument %q\n", fs.Arg(0))

@@ -10,6 +10,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,4 +78,22 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "cosmoslag <command> --help" for the flags of a command.`)
+}
+
+// parseFlags parses a subcommand's flags. --help prints usage on stdout
+// (exit 0); a bad flag prints the flag package's message and a hint on
+// stderr (exit 2). ok is false when the command must stop with code.
+func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage(stdout)
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintf(stderr, "Run \"%s --help\" for usage.\n", fs.Name())
+		return exitBadArgs, false
+	}
+	return exitOK, true
 }

@@ -46,9 +46,14 @@ func TestSubcommandHelp(t *testing.T) {
 		{"demo", "Usage: cosmoslag demo"},
 		{"check", "Usage: cosmoslag check"},
 	} {
-		code, stdout, _ := runCmd(t, tc.cmd, "--help")
-		if code != exitOK || !strings.Contains(stdout, tc.want) || !strings.Contains(stdout, "Flags:") {
-			t.Errorf("%s --help: code %d, stdout %q", tc.cmd, code, stdout)
+		code, stdout, stderr := runCmd(t, tc.cmd, "--help")
+		if code != exitOK || !strings.Contains(stdout, tc.want) || !strings.Contains(stdout, "Flags:") || stderr != "" {
+			t.Errorf("%s --help: code %d, stdout %q, stderr %q", tc.cmd, code, stdout, stderr)
+		}
+		code, stdout, stderr = runCmd(t, tc.cmd, "--bogus")
+		if code != exitBadArgs || stdout != "" || !strings.Contains(stderr, "flag provided but not defined: -bogus") ||
+			!strings.Contains(stderr, `Run "cosmoslag `+tc.cmd+` --help"`) || strings.Contains(stderr, "Flags:") {
+			t.Errorf("%s --bogus: code %d, stdout %q, stderr %q", tc.cmd, code, stdout, stderr)
 		}
 	}
 }
