@@ -284,3 +284,46 @@ func assertNoSecret(t *testing.T, secret string, outputs ...string) {
 		}
 	}
 }
+
+func TestCheckJavaEPKLeases(t *testing.T) {
+	srv := cosmostest.NewServer()
+	defer srv.Close()
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 2)
+	leases := db.CreateContainer("leases", "/id", 1)
+	proc := cosmostest.NewProcessor("order-projector", data, leases, cosmostest.JavaV1EPK)
+	tokens, err := proc.CreateLeases(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("1", 9); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	t.Setenv("connectionString", srv.ConnectionString()) // the process environment is the last source
+
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	// EPK tokens are "min-max"; the decoder takes the LSN out of Java's
+	// Base64 continuation state.
+	for i, lag := range []string{"0", "9"} {
+		re := `(?m)^` + regexp.QuoteMeta(tokens[i]) + `\s+java-v1\s+-\s+"0"\s+` + lag + `$`
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("no row for lease %s with lag %s", tokens[i], lag)
+		}
+	}
+
+	code, stdout, _ = runCmd(t, "check", "-f", so, "--auth", ta, "-o", "json")
+	var r checkReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	if len(r.Leases) != 2 || r.Leases[1].Token != tokens[1] || r.Leases[1].Lag != 9 || r.TotalLag != 9 {
+		t.Errorf("json: %+v", r)
+	}
+}
