@@ -137,9 +137,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if specs := scaler.GetMetricSpecForScaling(ctx); len(specs) > 0 && specs[0].External != nil {
 		report.MetricName = specs[0].External.Metric.Name
 	}
-	estimator, threshold, activation, err := scalerEstimator(scaler)
-	if err != nil {
-		fmt.Fprintf(stderr, "cosmoslag check: %v\n", err)
+	estimator, threshold, activation, ok := scalers.AzureCosmosDBEstimator(scaler)
+	if !ok {
+		fmt.Fprintln(stderr, "cosmoslag check: internal: the scaler is not an azure-cosmosdb scaler")
 		return exitFailed
 	}
 	report.Threshold, report.Activation = threshold, activation

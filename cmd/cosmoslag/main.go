@@ -17,6 +17,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
 // Exit codes shared by every subcommand.
@@ -39,6 +42,12 @@ var commands = []command{
 }
 
 func main() {
+	// Size KEDA's shared HTTP transport as KEDA's operator does
+	// (--http-max-idle-conns-per-host), so concurrent lease reads reuse connections.
+	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
+		fmt.Fprintln(os.Stderr, "cosmoslag:", err)
+		os.Exit(exitFailed)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -179,25 +179,25 @@ func TestChangeFeedEPKSubRange(t *testing.T) {
 			"x-ms-max-item-count": "1000",
 		})
 	}
-	_, lowRaw := epkRead("", "80")
-	_, highRaw := epkRead("80", "FF")
+	_, lowRaw := epkRead("", "7F80")
+	_, highRaw := epkRead("7F80", "FF")
 	low, high := docsOf(t, lowRaw), docsOf(t, highRaw)
 	if len(low)+len(high) != 60 || len(low) == 0 || len(high) == 0 {
 		t.Fatalf("low %d + high %d, want 60 split across both halves", len(low), len(high))
 	}
 	for _, d := range low {
-		if epkOf(d["pk"]) >= "80" {
+		if epkOf(d["pk"]) >= "7F80" {
 			t.Errorf("item %v with EPK %s in low half", d["id"], epkOf(d["pk"]))
 		}
 	}
-	resp, raw := epkRead("80", "")
+	resp, raw := epkRead("7F80", "")
 	wantStatus(t, resp, raw, http.StatusBadRequest)
 
 	c2 := s.CreateDatabase("db").CreateContainer("two", "/pk", 2)
 	resp, raw = changeFeed(t, s, c2, "0", "", map[string]string{
 		"x-ms-read-key-type": "EffectivePartitionKeyRange",
-		"x-ms-start-epk":     "40",
-		"x-ms-end-epk":       "C0",
+		"x-ms-start-epk":     "3FC0",
+		"x-ms-end-epk":       "BF40",
 	})
 	wantStatus(t, resp, raw, http.StatusBadRequest)
 }
@@ -229,7 +229,7 @@ func TestPKRanges(t *testing.T) {
 	if len(list) != 4 || body["_count"] != float64(4) || body["_rid"] != c.RID() {
 		t.Fatalf("body = %s", raw)
 	}
-	wantBounds := [][2]string{{"", "40"}, {"40", "80"}, {"80", "C0"}, {"C0", "FF"}}
+	wantBounds := [][2]string{{"", "3FC0"}, {"3FC0", "7F80"}, {"7F80", "BF40"}, {"BF40", "FF"}}
 	for i, r := range list {
 		m := r.(map[string]any)
 		if m["id"] != strconv.Itoa(i) || m["minInclusive"] != wantBounds[i][0] || m["maxExclusive"] != wantBounds[i][1] {

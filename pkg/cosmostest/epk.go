@@ -40,11 +40,9 @@ func epkOf(pkValue any) string {
 
 // epkToInt reads a bound or EPK as a 128-bit number, padding with zeros on
 // the right, so "80" and "8000…0" are the same point. The "FF" maximum reads
-// as 2^128, so even splits land on round bounds ("40", "80", "C0").
+// as FF00…0 like any other bound: the space is [0, FF00…0), so every bound an
+// even split or a split's midpoint produces sorts below "FF" as a string too.
 func epkToInt(s string) *big.Int {
-	if s == epkMax {
-		return new(big.Int).Lsh(big.NewInt(1), 4*epkDigits)
-	}
 	if len(s) > epkDigits {
 		s = s[:epkDigits]
 	}

@@ -71,14 +71,14 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 					t.Errorf("version/mode %v %v", doc["version"], doc["Mode"])
 				}
 				fr := doc["FeedRange"].(map[string]any)["Range"].(map[string]any)
-				if doc["LeaseToken"] == "0" && (fr["min"] != "" || fr["max"] != "80") {
+				if doc["LeaseToken"] == "0" && (fr["min"] != "" || fr["max"] != "7F80") {
 					t.Errorf("FeedRange %v", fr)
 				}
 			},
 		},
 		{
 			format:     DotNetV1EPK,
-			tokens:     []string{"-80", "80-FF"},
+			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			check: func(t *testing.T, doc map[string]any) {
 				fr := doc["FeedRange"].(map[string]any)["Range"].(map[string]any)
@@ -95,7 +95,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 		},
 		{
 			format:     JavaV1EPK,
-			tokens:     []string{"-80", "80-FF"},
+			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner", "version", "feedRange"},
 			noFields:   []string{"FeedRange", "properties"},
 			check: func(t *testing.T, doc map[string]any) {
@@ -280,8 +280,8 @@ func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 		{DotNetV0, "1", []string{"2", "3"}},
 		{JavaV0, "1", []string{"2", "3"}},
 		{DotNetV2Library, "1", []string{"2", "3"}},
-		{DotNetV1EPK, "80-FF", []string{"80-C0", "C0-FF"}},
-		{JavaV1EPK, "80-FF", []string{"80-C0", "C0-FF"}},
+		{DotNetV1EPK, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{JavaV1EPK, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
 	} {
 		t.Run(tc.format.String(), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
@@ -338,10 +338,10 @@ func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 	if _, err := f.data.Merge("0", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CatchUp("-80"); err != nil {
+	if err := p.CatchUp("-7F80"); err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := p.Lease("-80")
+	doc, _ := p.Lease("-7F80")
 	if doc["ContinuationToken"] != `"5"` {
 		t.Errorf("continuation after merge %v, want \"5\" (merged range LSN)", doc["ContinuationToken"])
 	}

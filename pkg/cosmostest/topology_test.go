@@ -20,7 +20,7 @@ func TestSplitRetiresParentWith410And1002(t *testing.T) {
 	if left.ID != "2" || right.ID != "3" {
 		t.Errorf("child ids %s, %s; want 2, 3", left.ID, right.ID)
 	}
-	if left.MinInclusive != "80" || left.MaxExclusive != "C0" || right.MinInclusive != "C0" || right.MaxExclusive != "FF" {
+	if left.MinInclusive != "7F80" || left.MaxExclusive != "BF40" || right.MinInclusive != "BF40" || right.MaxExclusive != "FF" {
 		t.Errorf("children %+v %+v", left, right)
 	}
 	if len(left.Parents) != 1 || left.Parents[0] != "1" || len(right.Parents) != 1 || right.Parents[0] != "1" {
@@ -136,8 +136,8 @@ func TestMergeJoinsAdjacentRanges(t *testing.T) {
 func TestInitialRangesSplitEPKSpaceEvenly(t *testing.T) {
 	for n, want := range map[int][]string{
 		1: {"", "FF"},
-		2: {"", "80", "FF"},
-		4: {"", "40", "80", "C0", "FF"},
+		2: {"", "7F80", "FF"},
+		4: {"", "3FC0", "7F80", "BF40", "FF"},
 	} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			s := newTestServer(t)
@@ -175,10 +175,18 @@ func TestEPKHashIsDeterministicAndBelowMax(t *testing.T) {
 			t.Fatalf("EPK %s of %d is not below FF", e, i)
 		}
 	}
-	if _, ok := midpoint("FE", "FF"); ok {
-		t.Error("midpoint of [FE, FF) should refuse: its short form collides with FF")
+	if m, ok := midpoint("FE", "FF"); !ok || m != "FE80" {
+		t.Errorf("midpoint of [FE, FF) = %q, %v; want FE80", m, ok)
 	}
-	if m, ok := midpoint("", "FF"); !ok || m != "80" {
+	if m, ok := midpoint("", "FF"); !ok || m != "7F80" {
 		t.Errorf("midpoint of the full space = %q", m)
+	}
+	// Many ranges: every bound sorts below "FF" as a string, ranges are
+	// contiguous and ordered, so ordinal EPK comparisons stay consistent.
+	bounds := evenBounds(10000)
+	for i := 1; i < len(bounds); i++ {
+		if bounds[i-1] >= bounds[i] {
+			t.Fatalf("bound %d %q is not below bound %d %q", i-1, bounds[i-1], i, bounds[i])
+		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
 // cosmosDBTokenIssuer is the package's Entra ID stand-in. Go reads SSL_CERT_FILE and
@@ -37,5 +39,11 @@ func runCosmosDBTestsWithTokenIssuer(m *testing.M) int {
 	os.Setenv("SSL_CERT_FILE", caFile)
 	os.Setenv("HTTPS_PROXY", cosmosDBTokenIssuer.ProxyURL())
 	os.Setenv("NO_PROXY", "127.0.0.1,localhost")
+	// As KEDA's operator does at start-up (its --http-max-idle-conns-per-host
+	// default), so concurrent lease reads keep their connections alive.
+	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
