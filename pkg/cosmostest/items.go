@@ -104,16 +104,9 @@ func (c *Container) WriteItemsToRange(rangeID string, n int) error {
 		return fmt.Errorf("write items to range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
 	}
 	for i := 0; i < n; i++ {
-		var pk string
-		for tries := 0; ; tries++ {
-			if tries > 1<<22 {
-				return fmt.Errorf("write items to range %q of %s: no partition key value found for [%q, %q)", rangeID, c.id, r.min, r.max)
-			}
-			c.genSeq++
-			pk = fmt.Sprintf("pk-%d", c.genSeq)
-			if epkInRange(epkOf(pk), r.min, r.max) {
-				break
-			}
+		pk, ok := c.partitionKeyForRangeLocked(r)
+		if !ok {
+			return fmt.Errorf("write items to range %q of %s: no partition key value found for [%q, %q)", rangeID, c.id, r.min, r.max)
 		}
 		id := c.nextItemIDLocked()
 		if c.pkRaw == "/id" {
@@ -126,6 +119,35 @@ func (c *Container) WriteItemsToRange(rangeID string, n int) error {
 		}
 	}
 	return nil
+}
+
+// partitionKeyForRangeLocked returns a fresh partition key value whose EPK
+// falls in r. Values tried on the way that hash into other ranges are kept
+// for those ranges, so filling every range of a container with thousands of
+// ranges costs about one hash per item instead of one per range per item.
+func (c *Container) partitionKeyForRangeLocked(r *pkRange) (string, bool) {
+	if c.sparePKs == nil {
+		c.sparePKs = map[string][]string{}
+	}
+	for spares := c.sparePKs[r.id]; len(spares) > 0; spares = c.sparePKs[r.id] {
+		pk := spares[len(spares)-1]
+		c.sparePKs[r.id] = spares[:len(spares)-1]
+		if epkInRange(epkOf(pk), r.min, r.max) { // ranges may have split since
+			return pk, true
+		}
+	}
+	for tries := 0; tries <= 1<<22; tries++ {
+		c.genSeq++
+		pk := fmt.Sprintf("pk-%d", c.genSeq)
+		epk := epkOf(pk)
+		if epkInRange(epk, r.min, r.max) {
+			return pk, true
+		}
+		if other := c.rangeForEPKLocked(epk); len(c.sparePKs[other.id]) < 8 {
+			c.sparePKs[other.id] = append(c.sparePKs[other.id], pk)
+		}
+	}
+	return "", false
 }
 
 func (c *Container) nextItemIDLocked() string {

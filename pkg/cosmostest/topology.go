@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,11 +34,12 @@ type Container struct {
 	nextRangeID int
 	topology    int64 // bumped on split/merge; the pkranges etag
 
-	items   map[string]*item // by id (ids are unique per container here)
-	byID    []*item          // cached order for queries; nil after a write
-	byLSN   []*item          // cached order for the change feed; nil after a write
-	itemSeq int64
-	genSeq  int64 // for generated item ids and partition key values
+	items    map[string]*item // by id (ids are unique per container here)
+	byID     []*item          // cached order for queries; nil after a write
+	byLSN    []*item          // cached order for the change feed; nil after a write
+	itemSeq  int64
+	genSeq   int64               // for generated item ids and partition key values
+	sparePKs map[string][]string // partition key values already known to hash into a range, by range id
 }
 
 // PartitionKeyRange is a physical partition key range as listed by pkranges.
@@ -157,8 +159,10 @@ func (c *Container) addRangeLocked(min, max string, parents []string, lsn int64)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.nextRangeID))
 	r.rid = strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 	c.allRanges[id] = r
-	c.ranges = append(c.ranges, r)
-	sort.Slice(c.ranges, func(i, j int) bool { return c.ranges[i].min < c.ranges[j].min })
+	// Keep c.ranges sorted by min with one insertion, not a sort per range:
+	// containers with thousands of ranges are created for benchmarks.
+	at := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i].min >= min })
+	c.ranges = slices.Insert(c.ranges, at, r)
 	return r
 }
 
@@ -193,10 +197,11 @@ func (c *Container) liveRangeLocked(id string) *pkRange {
 }
 
 func (c *Container) rangeForEPKLocked(epk string) *pkRange {
-	for _, r := range c.ranges {
-		if epkInRange(epk, r.min, r.max) {
-			return r
-		}
+	// c.ranges is sorted and contiguous: the range is the last one whose min
+	// is not above the EPK.
+	i := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i].min > epk })
+	if i > 0 && epkInRange(epk, c.ranges[i-1].min, c.ranges[i-1].max) {
+		return c.ranges[i-1]
 	}
 	// Unreachable while ranges cover ["", "FF") and EPKs stay below "FF".
 	return c.ranges[len(c.ranges)-1]

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultConcurrency bounds the per-lease reads in flight during one poll.
-const DefaultConcurrency = 32
+const DefaultConcurrency = 256
 
 // LeaseLag is one lease's estimate.
 type LeaseLag struct {
@@ -127,13 +127,37 @@ func (e *Estimator) attempt(ctx context.Context, scope lease.Scope, final bool) 
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
-	slots := make(chan struct{}, concurrency)
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		res attemptResult
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		res     attemptResult
+		work    = make(chan lease.Lease)
+		workers int
 	)
 	fail := func(err error) { cancel(err) } // the first cause wins
+	// A fixed pool of workers, grown on demand up to the bound: goroutines are
+	// reused across leases (their stacks are already grown for the request
+	// pipeline) and reads start as soon as the first page arrives.
+	worker := func() {
+		defer wg.Done()
+		for l := range work {
+			if ctx.Err() != nil {
+				continue // drain: the attempt is over
+			}
+			lag, err := e.positions.Lag(ctx, l)
+			stale := errors.Is(err, changefeed.ErrStaleParent)
+			if err != nil && !(stale && final) {
+				fail(err)
+				continue
+			}
+			mu.Lock()
+			res.Leases = append(res.Leases, LeaseLag{Lease: l, Lag: lag, StaleParent: stale})
+			if stale {
+				res.StaleParents++
+			}
+			mu.Unlock()
+		}
+	}
 
 	queryErr := e.leases.Read(ctx, scope, func(page lease.Page) error {
 		mu.Lock()
@@ -142,30 +166,24 @@ func (e *Estimator) attempt(ctx context.Context, scope lease.Scope, final bool) 
 		mu.Unlock()
 		for _, l := range page.Leases {
 			select {
-			case slots <- struct{}{}:
+			case work <- l:
+				continue
+			default:
+			}
+			if workers < concurrency {
+				workers++
+				wg.Add(1)
+				go worker()
+			}
+			select {
+			case work <- l:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				lag, err := e.positions.Lag(ctx, l)
-				stale := errors.Is(err, changefeed.ErrStaleParent)
-				if err != nil && !(stale && final) {
-					fail(err)
-					return
-				}
-				mu.Lock()
-				res.Leases = append(res.Leases, LeaseLag{Lease: l, Lag: lag, StaleParent: stale})
-				if stale {
-					res.StaleParents++
-				}
-				mu.Unlock()
-			}()
 		}
 		return nil
 	})
+	close(work)
 	wg.Wait()
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return res, cause // a read failed (or found a split) and stopped the rest
