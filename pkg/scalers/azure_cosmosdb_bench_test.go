@@ -18,17 +18,8 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
 			srv := cosmostest.NewServer()
 			defer srv.Close()
-			db := srv.CreateDatabase("appdb")
-			monitored := db.CreateContainer("orders", "/customerId", leases)
-			leaseContainer := db.CreateContainer("leases", "/id", 1)
-			p := cosmostest.NewProcessor("orders-processor", monitored, leaseContainer, cosmostest.DotNetV0)
-			if _, err := p.CreateLeases(true); err != nil {
+			if _, err := srv.LaggingProcessor("orders-processor", leases, 3); err != nil {
 				b.Fatal(err)
-			}
-			for _, r := range monitored.Ranges() {
-				if err := monitored.WriteItemsToRange(r.ID, 3); err != nil {
-					b.Fatal(err)
-				}
 			}
 			config := cosmosDBScalerConfig(map[string]string{
 				"databaseId": "appdb", "containerId": "orders", "leaseDatabaseId": "appdb",
