@@ -3,11 +3,25 @@ package scalers
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
+
+// benchLatency is the latency added to every request: 2 ms, or
+// COSMOSDB_BENCH_LATENCY (a Go duration) to model a farther account.
+func benchLatency(b *testing.B) time.Duration {
+	if v := os.Getenv("COSMOSDB_BENCH_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("COSMOSDB_BENCH_LATENCY: %v", err)
+		}
+		return d
+	}
+	return 2 * time.Millisecond
+}
 
 // BenchmarkCosmosDBPoll measures one steady-state poll of the scaler against
 // the embedded server with 2 ms added to every request, for growing lease
@@ -30,7 +44,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv.SetLatency(2 * time.Millisecond)
+			srv.SetLatency(benchLatency(b))
 			want := int64(leases)
 			pollOnce := func() {
 				metrics, _, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")

@@ -52,6 +52,10 @@ func Decode(raw []byte) (Lease, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return Lease{}, errNotALease
 	}
+	return doc.lease()
+}
+
+func (doc document) lease() (Lease, error) {
 	l := Lease{ID: doc.ID, Token: doc.LeaseToken}
 	if doc.Owner != nil {
 		l.Owner = *doc.Owner

@@ -87,19 +87,18 @@ func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error)
 func (s Scope) filter(docs []json.RawMessage) Page {
 	p := Page{Documents: len(docs)}
 	for _, raw := range docs {
-		var head struct {
-			ID string `json:"id"`
+		// One decode per document: the id decides ownership, the rest the lease.
+		var doc document
+		if json.Unmarshal(raw, &doc) != nil {
+			continue // not a lease: ignored, as the trigger specifies
 		}
-		if json.Unmarshal(raw, &head) != nil {
-			continue
-		}
-		if !s.Owns(head.ID) {
-			if s.OwnsProcessorAndAccount(head.ID) {
+		if !s.Owns(doc.ID) {
+			if s.OwnsProcessorAndAccount(doc.ID) {
 				p.Strangers++
 			}
 			continue
 		}
-		if l, err := Decode(raw); err == nil {
+		if l, err := doc.lease(); err == nil {
 			p.Leases = append(p.Leases, l)
 		}
 	}
