@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	ours "github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	keda "github.com/kedacore/keda/v2/pkg/scalers"
@@ -22,6 +25,7 @@ import (
 
 
 func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard()) // both scalers log through controller-runtime
 	// As KEDA's operator does at start-up; both scalers share this transport.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

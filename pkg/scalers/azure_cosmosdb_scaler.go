@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -110,7 +111,8 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
-	clientOptions := account.ClientOptions{Transport: httpClient}
+	// Cosmos DB requests share KEDA's transport; GlobalHTTPTimeout bounds each try.
+	clientOptions := account.ClientOptions{Transport: &http.Client{Transport: httpClient.Transport}, TryTimeout: httpClient.Timeout}
 	return &azureCosmosDBScaler{
 		metricType: metricType,
 		metadata:   meta,

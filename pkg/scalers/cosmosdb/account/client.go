@@ -23,6 +23,10 @@ type ClientOptions struct {
 	// Retry overrides the retry policy (429 honouring x-ms-retry-after-ms,
 	// 408 and 5xx). Zero value: DefaultRetry.
 	Retry *policy.RetryOptions
+	// TryTimeout bounds each try (KEDA's GlobalHTTPTimeout). It is applied as
+	// a context deadline per try rather than as http.Client.Timeout, which
+	// costs a timer goroutine and reflection per request.
+	TryTimeout time.Duration
 	// Now is the clock for x-ms-date; nil means time.Now.
 	Now func() time.Time
 }
@@ -48,6 +52,9 @@ func NewClient(a *Account, opts ClientOptions) *Client {
 	retry := DefaultRetry
 	if opts.Retry != nil {
 		retry = *opts.Retry
+	}
+	if opts.TryTimeout > 0 {
+		retry.TryTimeout = opts.TryTimeout
 	}
 	perRetry := []policy.Policy{usagePolicy{}, versionAndDatePolicy{now: now}}
 	if a.key != nil {
