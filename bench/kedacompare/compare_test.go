@@ -23,7 +23,6 @@ import (
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
-
 func TestMain(m *testing.M) {
 	logf.SetLogger(logr.Discard()) // both scalers log through controller-runtime
 	// As KEDA's operator does at start-up; both scalers share this transport.
