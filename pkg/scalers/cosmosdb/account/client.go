@@ -32,8 +32,50 @@ type ClientOptions struct {
 }
 
 // DefaultRetry keeps retries well inside one polling interval: a poll must
-// fail visibly rather than hang while KEDA waits.
-var DefaultRetry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+// fail visibly rather than hang while KEDA waits. Transport errors (dropped
+// connections) and 408, 429, 449, 500, 502, 503, 504 are retried up to three
+// times, after x-ms-retry-after-ms when the service gives one; see shouldRetry.
+var DefaultRetry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, ShouldRetry: shouldRetry}
+
+var retriableStatus = map[int]bool{
+	http.StatusRequestTimeout: true, http.StatusTooManyRequests: true, 449: true, // 449: Cosmos DB "retry with"
+	http.StatusInternalServerError: true, http.StatusBadGateway: true, http.StatusServiceUnavailable: true, http.StatusGatewayTimeout: true,
+}
+
+// shouldRetry retries transient failures, but not a throttled request whose
+// x-ms-retry-after-ms reaches past the poll's deadline: waiting would only end
+// in a bare "context deadline exceeded", while returning the 429 tells the
+// user the poll was throttled.
+func shouldRetry(resp *http.Response, err error) bool {
+	if err != nil {
+		return true // azcore never calls this for non-retriable errors or a done context
+	}
+	if !retriableStatus[resp.StatusCode] {
+		return false
+	}
+	if resp.StatusCode == http.StatusTooManyRequests && resp.Request != nil {
+		if deadline, ok := resp.Request.Context().Value(pollDeadlineKey{}).(time.Time); ok {
+			if ms, perr := strconv.ParseInt(resp.Header.Get("x-ms-retry-after-ms"), 10, 64); perr == nil && time.Now().Add(time.Duration(ms)*time.Millisecond).After(deadline) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+type pollDeadlineKey struct{}
+
+// pollDeadlinePolicy runs once per call, before retries, and records the
+// caller's deadline where shouldRetry can see it: the per-try context it gets
+// carries the shorter try timeout instead.
+type pollDeadlinePolicy struct{}
+
+func (pollDeadlinePolicy) Do(req *policy.Request) (*http.Response, error) {
+	if deadline, ok := req.Raw().Context().Deadline(); ok {
+		req = req.WithContext(context.WithValue(req.Raw().Context(), pollDeadlineKey{}, deadline))
+	}
+	return req.Next()
+}
 
 // Client sends Cosmos DB REST requests for one account through a single
 // azcore pipeline: retries, then per try the version and date headers,
@@ -70,7 +112,7 @@ func NewClient(a *Account, opts ClientOptions) *Client {
 			InsecureAllowCredentialWithHTTP: isLoopback(a.Endpoint.Hostname()),
 		}))
 	}
-	pl := runtime.NewPipeline("azcosmos-keda-scaler", "v1", runtime.PipelineOptions{PerRetry: perRetry}, &policy.ClientOptions{
+	pl := runtime.NewPipeline("azcosmos-keda-scaler", "v1", runtime.PipelineOptions{PerCall: []policy.Policy{pollDeadlinePolicy{}}, PerRetry: perRetry}, &policy.ClientOptions{
 		Transport: opts.Transport,
 		Retry:     retry,
 		Logging:   policy.LogOptions{IncludeBody: false},
