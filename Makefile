@@ -28,3 +28,13 @@ bench-compare:
 	cd bench/kedacompare && $(GO) test -run '^$$' -bench . -benchtime 10x -count 3 -benchmem .
 
 ci: lint test
+
+.PHONY: intree intree-patch
+
+## intree: drop the scaler into a fresh copy of KEDA v2.21.0, build operator + adapter, run its tests there (slow cold: compiles all of KEDA)
+intree:
+	hack/intree.sh
+
+## intree-patch: the same change as a patch against KEDA v2.21.0 (PATCH=keda-azure-cosmosdb.patch)
+intree-patch:
+	hack/intree.sh patch
