@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+// instanceKey identifies one trigger configuration of one ScaledObject.
+type instanceKey struct {
+	namespace, name string
+	hash            string // metadataHash of the scalerMetadata
+}
+
+// instance is one in-tree scaler serving one ScaledObject trigger. It is
+// reused across calls with the same key and closed when its ScaledObject's
+// metadata changes, when it has been unused for the idle timeout, or at
+// shutdown, but never while a call (such as a stream) still holds it.
+type instance struct {
+	key        instanceKey
+	scaler     scalers.Scaler
+	metricName string // as sent in GetMetricSpec: without KEDA's "s<index>-" prefix
+	target     int64  // changeFeedLagThreshold
+	processor  string
+	secrets    []string
+
+	// sem serialises estimates, so concurrent calls for one ScaledObject
+	// wait for one estimate instead of each making their own; last is
+	// guarded by it.
+	sem  chan struct{}
+	last *estimate
+
+	// Guarded by registry.mu.
+	refs     int
+	lastUsed time.Time
+	retired  bool   // out of the registry; close when refs drops to 0
+	reason   string // why it was retired
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed after the scaler's Close returned
+}
+
+// estimate is one result of the in-tree scaler.
+type estimate struct {
+	value      int64   // the metric (capped lag), as an integer
+	valueFloat float64 // the same, as KEDA's float field
+	active     bool
+	at         time.Time
+}
+
+// estimateResult returns a result no older than maxAge (0: always a new
+// estimate). KEDA calls GetMetrics and then IsActive back to back on every
+// poll; with a small maxAge the second call reuses the first's estimate
+// rather than reading every lease again.
+func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (estimate, error) {
+	select {
+	case in.sem <- struct{}{}:
+	case <-ctx.Done():
+		return estimate{}, ctx.Err()
+	}
+	defer func() { <-in.sem }()
+	if maxAge > 0 && in.last != nil && time.Since(in.last.at) < maxAge {
+		return *in.last, nil
+	}
+	values, active, err := in.scaler.GetMetricsAndActivity(ctx, in.metricName)
+	if err != nil {
+		return estimate{}, err
+	}
+	if len(values) != 1 {
+		return estimate{}, fmt.Errorf("the scaler returned %d metric values, expected 1", len(values))
+	}
+	q := values[0].Value
+	in.last = &estimate{value: q.Value(), valueFloat: q.AsApproximateFloat64(), active: active, at: time.Now()}
+	return *in.last, nil
+}
+
+func (in *instance) close(log *slog.Logger) {
+	in.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := in.scaler.Close(ctx)
+		attrs := []any{"namespace", in.key.namespace, "name", in.key.name, "processor", in.processor,
+			"metadataHash", in.key.hash[:12], "reason", in.reason}
+		if err != nil {
+			log.Warn("scaler closed with an error", append(attrs, "error", scrub(err.Error(), in.secrets))...)
+		} else {
+			log.Info("scaler closed", attrs...)
+		}
+		close(in.closed)
+	})
+}
+
+// registry holds the live instances.
+type registry struct {
+	log         *slog.Logger
+	idleTimeout time.Duration
+	build       func(ref *pb.ScaledObjectRef, key instanceKey) (*instance, error)
+
+	mu       sync.Mutex
+	items    map[instanceKey]*instance
+	shutdown bool
+
+	stopSweep chan struct{}
+	swept     sync.WaitGroup
+}
+
+func newRegistry(log *slog.Logger, idleTimeout time.Duration, build func(*pb.ScaledObjectRef, instanceKey) (*instance, error)) *registry {
+	r := &registry{log: log, idleTimeout: idleTimeout, build: build, items: map[instanceKey]*instance{}, stopSweep: make(chan struct{})}
+	if idleTimeout > 0 {
+		every := min(max(idleTimeout/4, 10*time.Millisecond), time.Minute)
+		r.swept.Add(1)
+		go r.sweepLoop(every)
+	}
+	return r
+}
+
+var errShuttingDown = status.Error(codes.Unavailable, "the external scaler is shutting down")
+
+// acquire returns the instance for ref, creating it if needed, and a
+// release function the caller must call once done with it.
+func (r *registry) acquire(ref *pb.ScaledObjectRef) (*instance, func(), error) {
+	if ref == nil {
+		return nil, nil, status.Error(codes.InvalidArgument, "scaledObjectRef is required")
+	}
+	key := instanceKey{namespace: ref.Namespace, name: ref.Name, hash: metadataHash(ref.ScalerMetadata)}
+	r.mu.Lock()
+	if r.shutdown {
+		r.mu.Unlock()
+		return nil, nil, errShuttingDown
+	}
+	if in, ok := r.items[key]; ok {
+		in.refs++
+		in.lastUsed = time.Now()
+		r.mu.Unlock()
+		return in, r.releaser(in), nil
+	}
+	r.mu.Unlock()
+
+	// Built outside the lock; a concurrent call may build the same key, in
+	// which case the first one stored wins and the other is dropped.
+	in, err := r.build(ref, key)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	r.mu.Lock()
+	if r.shutdown {
+		r.mu.Unlock()
+		in.reason = "shutdown"
+		in.close(r.log)
+		return nil, nil, errShuttingDown
+	}
+	if existing, ok := r.items[key]; ok {
+		existing.refs++
+		existing.lastUsed = time.Now()
+		r.mu.Unlock()
+		in.reason = "duplicate of a concurrently created scaler"
+		in.close(r.log)
+		return existing, r.releaser(existing), nil
+	}
+	// The same ScaledObject trigger (same metric) with other metadata: the
+	// ScaledObject was edited, so the old configuration goes. Another
+	// trigger of the same ScaledObject (another metric) is left alone.
+	var toClose []*instance
+	for k, old := range r.items {
+		if k.namespace == key.namespace && k.name == key.name && old.metricName == in.metricName {
+			delete(r.items, k)
+			old.retired, old.reason = true, "metadata changed"
+			if old.refs == 0 {
+				toClose = append(toClose, old)
+			}
+		}
+	}
+	in.refs, in.lastUsed = 1, time.Now()
+	r.items[key] = in
+	r.mu.Unlock()
+
+	r.log.Info("scaler created", "namespace", key.namespace, "name", key.name, "processor", in.processor,
+		"metric", in.metricName, "metadataHash", key.hash[:12])
+	for _, old := range toClose {
+		old.close(r.log)
+	}
+	return in, r.releaser(in), nil
+}
+
+func (r *registry) releaser(in *instance) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			in.refs--
+			in.lastUsed = time.Now()
+			closeNow := in.retired && in.refs == 0
+			r.mu.Unlock()
+			if closeNow {
+				in.close(r.log)
+			}
+		})
+	}
+}
+
+func (r *registry) sweepLoop(every time.Duration) {
+	defer r.swept.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stopSweep:
+			return
+		case now := <-t.C:
+			r.sweep(now)
+		}
+	}
+}
+
+// sweep closes instances nobody has used for the idle timeout, such as
+// those of a deleted ScaledObject.
+func (r *registry) sweep(now time.Time) {
+	var idle []*instance
+	r.mu.Lock()
+	for k, in := range r.items {
+		if in.refs == 0 && now.Sub(in.lastUsed) >= r.idleTimeout {
+			delete(r.items, k)
+			in.retired, in.reason = true, "unused for "+r.idleTimeout.String()
+			idle = append(idle, in)
+		}
+	}
+	r.mu.Unlock()
+	for _, in := range idle {
+		in.close(r.log)
+	}
+}
+
+// closeAll refuses new instances and closes every instance; those still
+// held are closed when released.
+func (r *registry) closeAll() {
+	r.mu.Lock()
+	if r.shutdown {
+		r.mu.Unlock()
+		return
+	}
+	r.shutdown = true
+	var free []*instance
+	for k, in := range r.items {
+		delete(r.items, k)
+		in.retired, in.reason = true, "shutdown"
+		if in.refs == 0 {
+			free = append(free, in)
+		}
+	}
+	r.mu.Unlock()
+	close(r.stopSweep)
+	r.swept.Wait()
+	for _, in := range free {
+		in.close(r.log)
+	}
+}
+
+// snapshot lists the live instances (for tests and diagnostics).
+func (r *registry) snapshot() []*instance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*instance, 0, len(r.items))
+	for _, in := range r.items {
+		out = append(out, in)
+	}
+	return out
+}
+
+// newInstance builds the in-tree scaler for ref and reads the metric name
+// and target it reports.
+func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*instance, error) {
+	tc, err := buildTriggerConfig(ref, o.lookupEnv, o.httpTimeout)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := o.newScaler(tc.scaler)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, scrub(err.Error(), tc.secrets))
+	}
+	in := &instance{key: key, scaler: sc, processor: ref.ScalerMetadata["processorName"], secrets: tc.secrets,
+		sem: make(chan struct{}, 1), closed: make(chan struct{})}
+	specs := sc.GetMetricSpecForScaling(context.Background())
+	if len(specs) != 1 || specs[0].External == nil {
+		in.reason = "no usable metric spec"
+		in.close(o.logger)
+		return nil, status.Errorf(codes.Internal, "the scaler returned %d metric specs, expected one external metric", len(specs))
+	}
+	ext := specs[0].External
+	in.metricName = strings.TrimPrefix(ext.Metric.Name, "s0-")
+	switch {
+	case ext.Target.AverageValue != nil:
+		in.target = ext.Target.AverageValue.Value()
+	case ext.Target.Value != nil:
+		in.target = ext.Target.Value.Value()
+	default:
+		in.reason = "no usable metric spec"
+		in.close(o.logger)
+		return nil, status.Error(codes.Internal, "the scaler's metric spec has no target")
+	}
+	return in, nil
+}
+
+// defaultNewScaler is the constructor KEDA itself calls for type azure-cosmosdb.
+func defaultNewScaler(c *scalersconfig.ScalerConfig) (scalers.Scaler, error) {
+	return scalers.NewAzureCosmosDBScaler(c)
+}
+
+// estimateStatus turns an estimate failure into a gRPC status.
+func estimateStatus(ctx context.Context, err error, secrets []string) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return status.FromContextError(ctxErr).Err()
+	}
+	return status.Error(codes.Unavailable, scrub(err.Error(), secrets))
+}

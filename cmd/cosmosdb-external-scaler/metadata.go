@@ -1,0 +1,188 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+// KEDA hands an external scaler nothing but the trigger's metadata (no
+// TriggerAuthentication, no resolved secrets of its own choosing), so the
+// credentials of this server come from its own process environment. The
+// secret trigger parameters are never accepted as metadata values:
+//
+//	<param>FromScalerEnv: NAME  reads the server's environment variable NAME
+//	<param>FromEnv: NAME        the same, for callers that send the name as is
+//
+// KEDA rewrites every metadata key ending in "FromEnv" before calling an
+// external scaler: it replaces the variable name with that variable's value
+// from the scale target's containers, or drops the key when the scale
+// target has no such variable (KEDA v2.21.0, pkg/scalers/external_scaler.go,
+// parseExternalScalerMetadata). So behind KEDA only the FromScalerEnv form
+// reaches this server as a name; a FromEnv key that carries something other
+// than a variable name is a secret KEDA resolved, and it is refused.
+
+// secretParams are the trigger parameters that hold credentials.
+var secretParams = []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"}
+
+// Pod identity: the server's own Azure workload identity, chosen per trigger.
+const (
+	paramPodIdentityProvider = "podIdentityProvider"
+	paramPodIdentityID       = "podIdentityId"
+	paramPodIdentityTenantID = "podIdentityTenantId"
+)
+
+// envNamePattern is a portable environment variable name. Cosmos DB keys
+// and connection strings always contain '=', so they never match it.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// triggerConfig is a ScaledObjectRef turned into what the in-tree scaler's
+// constructor takes, plus the secret values it carries (to scrub them from
+// any message that might quote one).
+type triggerConfig struct {
+	scaler  *scalersconfig.ScalerConfig
+	secrets []string
+}
+
+// buildTriggerConfig validates ref and maps its metadata onto a
+// ScalerConfig: secrets read from the server's environment go into
+// AuthParams (the first place the in-tree scaler looks), everything else
+// stays trigger metadata. Errors are gRPC status errors that name the
+// parameter and never quote a secret value.
+func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string, bool), httpTimeout time.Duration) (*triggerConfig, error) {
+	if ref == nil {
+		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef is required")
+	}
+	if ref.Namespace == "" || ref.Name == "" {
+		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef.namespace and scaledObjectRef.name are required")
+	}
+	md := ref.ScalerMetadata
+	triggerMetadata := make(map[string]string, len(md))
+	for k, v := range md {
+		triggerMetadata[k] = v
+	}
+	authParams := map[string]string{}
+	var secrets []string
+	for _, param := range secretParams {
+		fromEnv, fromScalerEnv := param+"FromEnv", param+"FromScalerEnv"
+		delete(triggerMetadata, param)
+		delete(triggerMetadata, fromEnv)
+		delete(triggerMetadata, fromScalerEnv)
+		if _, ok := md[param]; ok {
+			return nil, status.Errorf(codes.InvalidArgument,
+				"%s: secrets are not accepted in scalerMetadata, which KEDA stores and sends in plain text; put the value in the external scaler's environment and set %s to the variable's name",
+				param, fromScalerEnv)
+		}
+		key, name, isSet := "", "", false
+		if v, ok := md[fromScalerEnv]; ok {
+			key, name, isSet = fromScalerEnv, v, true
+		}
+		if v, ok := md[fromEnv]; ok {
+			if isSet {
+				return nil, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
+			}
+			if !envNamePattern.MatchString(v) {
+				return nil, status.Errorf(codes.InvalidArgument,
+					"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
+					fromEnv, fromScalerEnv)
+			}
+			key, name, isSet = fromEnv, v, true
+		}
+		if !isSet {
+			continue
+		}
+		if !envNamePattern.MatchString(name) {
+			return nil, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
+		}
+		value, _ := lookupEnv(name)
+		if value == "" {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: the variable it names is not set, or is empty, in the external scaler's environment", key)
+		}
+		authParams[param] = value
+		secrets = append(secrets, value)
+	}
+
+	podIdentity, err := podIdentityFrom(md)
+	if err != nil {
+		return nil, err
+	}
+	delete(triggerMetadata, paramPodIdentityProvider)
+	delete(triggerMetadata, paramPodIdentityID)
+	delete(triggerMetadata, paramPodIdentityTenantID)
+
+	return &triggerConfig{
+		scaler: &scalersconfig.ScalerConfig{
+			ScalableObjectName:      ref.Name,
+			ScalableObjectNamespace: ref.Namespace,
+			TriggerType:             "azure-cosmosdb",
+			TriggerMetadata:         triggerMetadata,
+			AuthParams:              authParams,
+			ResolvedEnv:             map[string]string{},
+			PodIdentity:             podIdentity,
+			// KEDA's HTTP client falls back to 300 ms when this is zero.
+			GlobalHTTPTimeout: httpTimeout,
+			// KEDA prefixes "s<index>-" itself on its side of the protocol.
+			TriggerIndex: 0,
+		},
+		secrets: secrets,
+	}, nil
+}
+
+func podIdentityFrom(md map[string]string) (kedav1alpha1.AuthPodIdentity, error) {
+	var id kedav1alpha1.AuthPodIdentity
+	switch p := md[paramPodIdentityProvider]; p {
+	case "", string(kedav1alpha1.PodIdentityProviderNone):
+		if md[paramPodIdentityID] != "" || md[paramPodIdentityTenantID] != "" {
+			return id, status.Errorf(codes.InvalidArgument, "%s and %s need %s: azure-workload", paramPodIdentityID, paramPodIdentityTenantID, paramPodIdentityProvider)
+		}
+		return id, nil
+	case string(kedav1alpha1.PodIdentityProviderAzureWorkload):
+		id.Provider = kedav1alpha1.PodIdentityProviderAzureWorkload
+	default:
+		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, p)
+	}
+	if v := md[paramPodIdentityID]; v != "" {
+		id.IdentityID = &v
+	}
+	if v := md[paramPodIdentityTenantID]; v != "" {
+		id.IdentityTenantID = &v
+	}
+	return id, nil
+}
+
+// metadataHash identifies a trigger configuration: SHA-256 over the sorted
+// key/value pairs, each length-prefixed so no two maps collide by joining.
+func metadataHash(md map[string]string) string {
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(md[k]), md[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// scrub removes every secret from a message, as a second line of defence:
+// the in-tree scaler's errors already never quote credentials.
+func scrub(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		}
+	}
+	return msg
+}
