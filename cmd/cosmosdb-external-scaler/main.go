@@ -203,7 +203,7 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 			return err
 		}
 		probe := grpc.NewServer()
-		healthpb.RegisterHealthServer(probe, srv.health)
+		healthpb.RegisterHealthServer(probe, srv.healthService())
 		servers = append(servers, probe)
 		listeners = append(listeners, hln)
 	}

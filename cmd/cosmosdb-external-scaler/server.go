@@ -75,11 +75,53 @@ func newServer(o serverOptions, creds credentials.TransportCredentials) *server 
 	}
 	s.grpc = grpc.NewServer(grpcOpts...)
 	pb.RegisterExternalScalerServer(s.grpc, s)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
+	healthpb.RegisterHealthServer(s.grpc, s.healthService())
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(serviceName, healthpb.HealthCheckResponse_SERVING)
 	return s
 }
+
+// healthService is the health server, with Watch streams ended at
+// shutdown so that they do not hold up the graceful stop.
+func (s *server) healthService() healthpb.HealthServer {
+	return &stoppableHealth{Server: s.health, stopping: s.stopping}
+}
+
+type stoppableHealth struct {
+	*health.Server
+	stopping <-chan struct{}
+}
+
+func (h *stoppableHealth) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stopping:
+			// Let the NOT_SERVING update go out before the stream ends.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := h.Server.Watch(req, &contextStream{Health_WatchServer: stream, ctx: ctx})
+	select {
+	case <-h.stopping:
+		return nil // a clean end of stream
+	default:
+		return err
+	}
+}
+
+type contextStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (c *contextStream) Context() context.Context { return c.ctx }
 
 // serve accepts connections on ln until shutdown.
 func (s *server) serve(ln net.Listener) error { return s.grpc.Serve(ln) }
