@@ -52,7 +52,7 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, func(l *slog.Logger) {
 		// The in-tree scaler logs through controller-runtime's global
 		// logger, as every KEDA scaler does; send it to the same handler.
-		logf.SetLogger(logr.FromSlogHandler(l.Handler()))
+		logf.SetLogger(logr.FromSlogHandler(verbosityAsDebug{l.Handler()}))
 	})
 	stop()
 	os.Exit(code)
@@ -160,6 +160,34 @@ func (c config) validate() error {
 	return nil
 }
 
+// verbosityAsDebug logs logr's V(1), V(2)… records (slog levels -1, -2…)
+// at slog's DEBUG level, so they read "DEBUG" rather than "DEBUG+3".
+type verbosityAsDebug struct{ slog.Handler }
+
+func asDebug(l slog.Level) slog.Level {
+	if l < slog.LevelInfo && l > slog.LevelDebug {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h verbosityAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, asDebug(l))
+}
+
+func (h verbosityAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = asDebug(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h verbosityAsDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return verbosityAsDebug{h.Handler.WithAttrs(attrs)}
+}
+
+func (h verbosityAsDebug) WithGroup(name string) slog.Handler {
+	return verbosityAsDebug{h.Handler.WithGroup(name)}
+}
+
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -209,8 +237,8 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 	}
 	log.Info("serving", "address", ln.Addr().String(), "tls", tlsCfg != nil,
 		"mutualTLS", tlsCfg != nil && tlsCfg.ClientCAs != nil, "healthAddress", addrOf(listeners[1:]),
-		"httpTimeout", c.httpTimeout, "streamInterval", c.streamInterval, "resultMaxAge", c.resultMaxAge,
-		"idleTimeout", c.idleTimeout)
+		"httpTimeout", c.httpTimeout.String(), "streamInterval", c.streamInterval.String(),
+		"resultMaxAge", c.resultMaxAge.String(), "idleTimeout", c.idleTimeout.String())
 
 	errc := make(chan error, len(servers))
 	for i, s := range servers {
@@ -219,7 +247,7 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", "timeout", c.shutdownTimeout)
+		log.Info("shutting down", "timeout", c.shutdownTimeout.String())
 	case serveErr = <-errc:
 		log.Error("a listener failed; shutting down", "error", serveErr)
 	}

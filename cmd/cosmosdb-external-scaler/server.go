@@ -256,7 +256,7 @@ func (s *server) logStream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error) {
 	code := status.Code(err)
 	attrs := []any{"method", method, "namespace", ref.GetNamespace(), "name", ref.GetName(),
-		"code", code.String(), "duration", time.Since(start)}
+		"code", code.String(), "duration", time.Since(start).Round(time.Microsecond).String()}
 	switch code {
 	case codes.OK, codes.Canceled:
 		s.log.DebugContext(ctx, "call", attrs...)
