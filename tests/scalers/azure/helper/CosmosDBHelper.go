@@ -381,7 +381,7 @@ func (c *CosmosDBHelper) get(ctx context.Context, t *testing.T, path, resourceTy
 	signature := base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	req.Header.Set("Authorization", url.QueryEscape("type=master&ver=1.0&sig="+signature))
 	req.Header.Set("x-ms-date", date)
-	req.Header.Set("x-ms-version", "2018-12-31")
+	req.Header.Set("x-ms-version", "2020-11-05")
 	for name, value := range headers {
 		req.Header.Set(name, value)
 	}
