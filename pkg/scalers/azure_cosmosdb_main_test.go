@@ -4,8 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
@@ -18,11 +23,34 @@ import (
 // issuer's proxy, while loopback Cosmos DB servers stay direct.
 var cosmosDBTokenIssuer *cosmostest.TokenIssuer
 
+// cosmosDBLogs captures everything the scaler logs (verbosity 1 included), so
+// tests can assert that no secret ever reaches a log line.
+var cosmosDBLogs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(line)
+	b.buf.WriteByte('\n')
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(runCosmosDBTestsWithTokenIssuer(m))
 }
 
 func runCosmosDBTestsWithTokenIssuer(m *testing.M) int {
+	logf.SetLogger(funcr.New(func(prefix, args string) { cosmosDBLogs.add(prefix + " " + args) }, funcr.Options{Verbosity: 1}))
 	cosmosDBTokenIssuer = cosmostest.NewTokenIssuer()
 	defer cosmosDBTokenIssuer.Close()
 	dir, err := os.MkdirTemp("", "cosmosdb-scaler-test")
