@@ -1,6 +1,7 @@
 package cosmostest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -126,9 +127,9 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		}
 		return notModified(etag, s.sessionTokenLocked(pr))
 	}
-	docs := make([]map[string]any, len(changed))
+	docs := make([]json.RawMessage, len(changed))
 	for i, it := range changed {
-		docs[i] = it.doc // marshalled under the lock below, never handed out
+		docs[i] = it.feedDocument()
 	}
 	out := jsonReply(http.StatusOK, chargeChangeFeed*float64(len(docs)), map[string]any{
 		"_rid":      c.rid,

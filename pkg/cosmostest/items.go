@@ -257,6 +257,22 @@ func (c *Container) itemsByLSNLocked() []*item {
 
 func (it *item) id() string { return it.doc["id"].(string) }
 
+// feedDocument is the item as the change feed returns it (with _lsn).
+func (it *item) feedDocument() json.RawMessage {
+	if it.feedJSON == nil {
+		it.feedJSON, _ = json.Marshal(it.doc)
+	}
+	return it.feedJSON
+}
+
+// queryDocument is the item as a query returns it (no _lsn, as the service).
+func (it *item) queryDocument() json.RawMessage {
+	if it.queryJSON == nil {
+		it.queryJSON, _ = json.Marshal(withoutLSN(it.doc))
+	}
+	return it.queryJSON
+}
+
 // newETag mimics the service's quoted, GUID-shaped item etags.
 func newETag() string {
 	var b [16]byte

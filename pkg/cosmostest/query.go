@@ -95,7 +95,8 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 		return badRequest("Cross partition query is required but disabled. Please set %s = True, or specify the partition key", hdrCrossPartition)
 	}
 
-	var page []map[string]any
+	var page []json.RawMessage
+	lastID := ""
 	more := false
 	all := c.sortedItemsLocked()
 	start := 0
@@ -111,10 +112,11 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 			more = true
 			break
 		}
-		page = append(page, withoutLSN(it.doc))
+		page = append(page, it.queryDocument())
+		lastID = id
 	}
 	if page == nil {
-		page = []map[string]any{}
+		page = []json.RawMessage{}
 	}
 	out := jsonReply(http.StatusOK, chargeQuery, map[string]any{
 		"_rid":      c.rid,
@@ -122,7 +124,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 		"_count":    len(page),
 	})
 	if more {
-		out.header.Set(hdrContinuation, encodeQueryContinuation(page[len(page)-1]["id"].(string)))
+		out.header.Set(hdrContinuation, encodeQueryContinuation(lastID))
 	}
 	tokens := make([]string, len(scopeRanges))
 	for i, pr := range scopeRanges {

@@ -3,6 +3,7 @@ package cosmostest
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,6 +68,9 @@ type item struct {
 	doc map[string]any // stored document including system properties
 	epk string
 	lsn int64
+	// Encoded forms, made on first use. An item is never changed in place
+	// (every write stores a new one), so they stay valid for its lifetime.
+	feedJSON, queryJSON json.RawMessage
 }
 
 // CreateDatabase returns the database with that id, creating it if needed.
