@@ -226,3 +226,21 @@ func TestCosmosDBTenThousandLeases(t *testing.T) {
 		t.Fatalf("%d query pages for 20,002 documents, want 21", q)
 	}
 }
+
+// A lease the processor deletes between the lease query and its read (for
+// example while replacing it after a split) is still estimated from what the
+// query returned: the poll describes one consistent snapshot of the leases.
+func TestCosmosDBLeaseDeletedBetweenQueryAndRead(t *testing.T) {
+	env, s := lagging3(t)
+	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Times: 1, Hook: func() {
+		if !env.leases.Delete(env.processor.LeaseID("2")) {
+			t.Error("lease 2 was not there to delete")
+		}
+	}})
+	if metric, _ := pollCosmosDB(t, s); metric != 60 {
+		t.Fatalf("metric %d, want 60 (the snapshot the query returned)", metric)
+	}
+	if metric, _ := pollCosmosDB(t, s); metric != 30 {
+		t.Fatalf("next poll metric %d, want 30 (lease 2 gone)", metric)
+	}
+}

@@ -143,15 +143,24 @@ func (c *Client) Do(req *policy.Request, operation string, ok ...int) (*http.Res
 	return resp, nil
 }
 
-// DecodeJSON reads a bounded response body into v and closes it.
-func DecodeJSON(resp *http.Response, operation string, v any) error {
+// ReadBody reads a response body, refusing more than MaxResponseBytes, and closes it.
+func ReadBody(resp *http.Response, operation string) ([]byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return fmt.Errorf("%s: reading response: %w", operation, err)
+		return nil, fmt.Errorf("%s: reading response: %w", operation, err)
 	}
 	if len(body) > MaxResponseBytes {
-		return fmt.Errorf("%s: response larger than %d bytes", operation, MaxResponseBytes)
+		return nil, fmt.Errorf("%s: response larger than %d bytes", operation, MaxResponseBytes)
+	}
+	return body, nil
+}
+
+// DecodeJSON reads a bounded response body into v and closes it.
+func DecodeJSON(resp *http.Response, operation string, v any) error {
+	body, err := ReadBody(resp, operation)
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s: malformed response body: %w", operation, err)

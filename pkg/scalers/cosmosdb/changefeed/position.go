@@ -121,21 +121,35 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 		resp.Body.Close()
 		return 0, nil
 	}
-	sessionToken := resp.Header.Get("x-ms-session-token")
-	var page feedPage
-	if err := account.DecodeJSON(resp, operation, &page); err != nil {
+	body, err := account.ReadBody(resp, operation)
+	if err != nil {
 		return 0, err
+	}
+	lag, err := lagOfPage(body, resp.Header.Get("x-ms-session-token"), t.rangeID)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", operation, err)
+	}
+	return lag, nil
+}
+
+// lagOfPage computes a lease's lag from a change feed page read from its
+// checkpoint: 0 for an empty page, else sessionLSN - firstItemLSN + 1
+// (0 when the session is behind the item), saturating at MaxInt64.
+func lagOfPage(body []byte, sessionToken, rangeID string) (int64, error) {
+	var page feedPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		return 0, fmt.Errorf("malformed response body: %w", err)
 	}
 	if len(page.Documents) == 0 {
 		return 0, nil
 	}
 	first, err := parseLSN(page.Documents[0].LSN)
 	if err != nil {
-		return 0, fmt.Errorf("%s: first item: %w", operation, err)
+		return 0, fmt.Errorf("first item: %w", err)
 	}
-	session, err := SessionLSN(sessionToken, t.rangeID)
+	session, err := SessionLSN(sessionToken, rangeID)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", operation, err)
+		return 0, err
 	}
 	if session < first {
 		return 0, nil // the service's view is behind the item it served: nothing countable
