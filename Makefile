@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build test lint demo bench bench-compare ci
+.PHONY: build test lint demo bench bench-compare external-kedaclient ci
 
 build:
 	$(GO) build $(PKGS)
@@ -38,3 +38,7 @@ intree:
 ## intree-patch: the same change as a patch against KEDA v2.21.0 (PATCH=keda-azure-cosmosdb.patch)
 intree-patch:
 	hack/intree.sh patch
+
+## external-kedaclient: the external scaler driven by KEDA v2.21.0's own clients (own module)
+external-kedaclient:
+	cd cmd/cosmosdb-external-scaler/kedaclient && $(GO) test -count=1 .
