@@ -3,7 +3,8 @@
 # source and proves it builds and passes its tests there.
 #
 #   hack/intree.sh          copy, replace, build operator + adapter, run the scaler tests,
-#                           vet the e2e tests (make intree)
+#                           run KEDA's own scaler tests beside ours, vet the e2e tests
+#                           (make intree)
 #   hack/intree.sh patch    copy and replace only, then write the change as a patch
 #                           against KEDA's release (make intree-patch)
 #
@@ -14,6 +15,8 @@
 #   INTREE_REF        git ref of this repository to take our files from (default: the working tree)
 #   INTREE_RUN        go test -run pattern (default CosmosDB: every scaler test is TestCosmosDB...)
 #   INTREE_TESTFLAGS  extra go test flags, e.g. -race
+#   INTREE_FULL       1 (default): also run all of KEDA's pkg/scalers tests with our test
+#                     files in the package, to catch shared-state collisions; 0 to skip
 #   PATCH             patch file for "patch" (default keda-azure-cosmosdb.patch, relative to
 #                     the directory the script was started from)
 #
@@ -284,6 +287,35 @@ if [ "$mode" = check ]; then
 	fi
 	[ "$passed" -gt 0 ] || fail "the pattern $run_pattern ran no tests"
 	done_step
+
+	if [ "${INTREE_FULL:-1}" = 1 ]; then
+		# Our test files join KEDA's pkg/scalers test package: one binary, one
+		# TestMain, shared process state. Run all of KEDA's scaler tests with
+		# ours in; a failure counts against us only if the same test passes
+		# once our test files are taken out again.
+		step "all of KEDA's go test ./pkg/scalers with our test files in the package"
+		(cd "$scratch" && go test -count=1 -v ./pkg/scalers/) >"$logdir/test-keda.log" 2>&1
+		status=$?
+		echo "    $(grep -cE '^--- PASS' "$logdir/test-keda.log") passed, $(grep -cE '^--- FAIL' "$logdir/test-keda.log") failed"
+		if [ "$status" -ne 0 ]; then
+			failed=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda.log" | awk '{print $3}' | sort -u)
+			[ -n "$failed" ] || {
+				tail -n 40 "$logdir/test-keda.log" >&2
+				fail "go test ./pkg/scalers exited $status without a failing test"
+			}
+			grep -E -A12 '^--- FAIL|^panic:' "$logdir/test-keda.log" | head -60 | sed 's/^/    | /'
+			echo "    failed: $(echo $failed); re-running them without our test files"
+			mkdir -p "$logdir/aside"
+			mv "$scratch"/pkg/scalers/azure_cosmosdb_*_test.go "$logdir/aside/"
+			(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-without-ours.log" 2>&1
+			mv "$logdir"/aside/*.go "$scratch/pkg/scalers/"
+			still=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-without-ours.log" | awk '{print $3}' | sort -u)
+			ours=$(comm -23 <(echo "$failed") <(echo "$still") | grep -v '^$')
+			[ -z "$still" ] || echo "    failing without our files too (KEDA's own, not counted): $(echo $still)"
+			[ -z "$ours" ] || fail "KEDA tests that fail only with our test files in the package: $(echo $ours) (log: $logdir/test-keda.log)"
+		fi
+		done_step
+	fi
 
 	if [ -d "$scratch/tests/scalers/azure/azure_cosmosdb" ]; then
 		step "go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper"
