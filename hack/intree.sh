@@ -68,7 +68,11 @@ esac
 keda_module=github.com/kedacore/keda/v2
 our_module=$(cd "$repo" && go list -m)
 logdir=$scratch.logs
-rm -rf "$logdir" && mkdir -p "$logdir" || exit 1
+if [ -e "$logdir" ] && [ ! -e "$logdir/.intree-logs" ]; then
+	echo "$logdir exists and was not made by $0; choose another INTREE_DIR" >&2
+	exit 1
+fi
+rm -rf "$logdir" && mkdir -p "$logdir" && touch "$logdir/.intree-logs" || exit 1
 
 script_start=$(date +%s)
 step_name=""
@@ -161,6 +165,9 @@ done_step
 
 step "fresh copy into $scratch"
 if [ -e "$scratch" ]; then
+	# Only ever delete what an earlier run made.
+	grep -qs "^module $keda_module\$" "$scratch/go.mod" ||
+		fail "$scratch exists and is not a scratch copy of KEDA; choose another INTREE_DIR"
 	chmod -R u+w "$scratch" 2>/dev/null
 	rm -rf "$scratch" || fail "cannot remove the old scratch tree"
 fi
@@ -288,6 +295,13 @@ if [ "$mode" = check ]; then
 	[ "$passed" -gt 0 ] || fail "the pattern $run_pattern ran no tests"
 	done_step
 
+	if [ -d "$scratch/tests/scalers/azure/azure_cosmosdb" ]; then
+		step "go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper"
+		TAGS=e2e ensure_modules e2e ./tests/scalers/azure/azure_cosmosdb...
+		run vet-e2e.log go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper
+		done_step
+	fi
+
 	if [ "${INTREE_FULL:-1}" = 1 ]; then
 		# Our test files join KEDA's pkg/scalers test package: one binary, one
 		# TestMain, shared process state. Run all of KEDA's scaler tests with
@@ -303,7 +317,7 @@ if [ "$mode" = check ]; then
 				tail -n 40 "$logdir/test-keda.log" >&2
 				fail "go test ./pkg/scalers exited $status without a failing test"
 			}
-			grep -E -A12 '^--- FAIL|^panic:' "$logdir/test-keda.log" | head -60 | sed 's/^/    | /'
+			grep -E -B12 -A4 '^--- FAIL' "$logdir/test-keda.log" | head -80 | sed 's/^/    | /'
 			echo "    failed: $(echo $failed); re-running them without our test files"
 			mkdir -p "$logdir/aside"
 			mv "$scratch"/pkg/scalers/azure_cosmosdb_*_test.go "$logdir/aside/"
@@ -314,13 +328,6 @@ if [ "$mode" = check ]; then
 			[ -z "$still" ] || echo "    failing without our files too (KEDA's own, not counted): $(echo $still)"
 			[ -z "$ours" ] || fail "KEDA tests that fail only with our test files in the package: $(echo $ours) (log: $logdir/test-keda.log)"
 		fi
-		done_step
-	fi
-
-	if [ -d "$scratch/tests/scalers/azure/azure_cosmosdb" ]; then
-		step "go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper"
-		TAGS=e2e ensure_modules e2e ./tests/scalers/azure/azure_cosmosdb...
-		run vet-e2e.log go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper
 		done_step
 	fi
 else
