@@ -15,6 +15,8 @@
 #   INTREE_REF        git ref of this repository to take our files from (default: the working tree)
 #   INTREE_RUN        go test -run pattern (default CosmosDB: every scaler test is TestCosmosDB...)
 #   INTREE_TESTFLAGS  extra go test flags, e.g. -race
+#   INTREE_LINT       path to golangci-lint (KEDA uses v2.13.2) to lint our files with KEDA's
+#                     configuration; unset (default) to skip
 #   INTREE_FULL       1 (default): also run all of KEDA's pkg/scalers tests with our test
 #                     files in the package, to catch shared-state collisions; 0 to skip
 #   PATCH             patch file for "patch" (default keda-azure-cosmosdb.patch, relative to
@@ -299,6 +301,16 @@ if [ "$mode" = check ]; then
 		step "go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper"
 		TAGS=e2e ensure_modules e2e ./tests/scalers/azure/azure_cosmosdb...
 		run vet-e2e.log go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper
+		done_step
+	fi
+
+	if [ -n "${INTREE_LINT:-}" ]; then
+		# KEDA's own lint configuration (.golangci.yml, e2e tag included), on our changes only.
+		step "golangci-lint (KEDA's configuration) on our files"
+		(cd "$scratch" && "$INTREE_LINT" run --new-from-rev HEAD ./pkg/scalers/... ./tests/scalers/azure/...) >"$logdir/lint.log" 2>&1 || {
+			sed 's/^/    | /' "$logdir/lint.log" | tail -n 80
+			fail "golangci-lint found issues (log: $logdir/lint.log)"
+		}
 		done_step
 	fi
 

@@ -312,14 +312,14 @@ func (c *CosmosDBHelper) readPartitionKeyRanges(ctx context.Context, t *testing.
 		if continuation != "" {
 			headers["x-ms-continuation"] = continuation
 		}
-		resp, body := c.get(ctx, t, link+"/pkranges", "pkranges", link, headers)
-		require.Equalf(t, http.StatusOK, resp.StatusCode, "reading partition key ranges: %s", body)
+		resp := c.get(ctx, t, link+"/pkranges", "pkranges", link, headers)
+		require.Equalf(t, http.StatusOK, resp.status, "reading partition key ranges: %s", resp.body)
 		var page struct {
 			PartitionKeyRanges []CosmosDBPartitionKeyRange `json:"PartitionKeyRanges"`
 		}
-		require.NoError(t, json.Unmarshal(body, &page), "decoding partition key ranges")
+		require.NoError(t, json.Unmarshal(resp.body, &page), "decoding partition key ranges")
 		ranges = append(ranges, page.PartitionKeyRanges...)
-		if continuation = resp.Header.Get("x-ms-continuation"); continuation == "" {
+		if continuation = resp.header.Get("x-ms-continuation"); continuation == "" {
 			break
 		}
 	}
@@ -343,10 +343,10 @@ func (c *CosmosDBHelper) readChangeFeed(ctx context.Context, t *testing.T, range
 		if etag != "" {
 			headers["If-None-Match"] = etag
 		}
-		resp, body := c.get(ctx, t, link+"/docs", "docs", link, headers)
-		switch resp.StatusCode {
+		resp := c.get(ctx, t, link+"/docs", "docs", link, headers)
+		switch resp.status {
 		case http.StatusNotModified:
-			if next := resp.Header.Get("etag"); next != "" {
+			if next := resp.header.Get("etag"); next != "" {
 				etag = next
 			}
 			return count, etag
@@ -354,8 +354,8 @@ func (c *CosmosDBHelper) readChangeFeed(ctx context.Context, t *testing.T, range
 			var page struct {
 				Count int `json:"_count"`
 			}
-			require.NoErrorf(t, json.Unmarshal(body, &page), "decoding the change feed of range %s", rangeID)
-			next := resp.Header.Get("etag")
+			require.NoErrorf(t, json.Unmarshal(resp.body, &page), "decoding the change feed of range %s", rangeID)
+			next := resp.header.Get("etag")
 			require.NotEmptyf(t, next, "change feed page of range %s has no etag", rangeID)
 			count += page.Count
 			if page.Count == 0 || next == etag {
@@ -364,14 +364,21 @@ func (c *CosmosDBHelper) readChangeFeed(ctx context.Context, t *testing.T, range
 			etag = next
 		default:
 			require.Failf(t, "change feed read failed", "range %s: HTTP %d (substatus %s): %s",
-				rangeID, resp.StatusCode, resp.Header.Get("x-ms-substatus"), body)
+				rangeID, resp.status, resp.header.Get("x-ms-substatus"), resp.body)
 		}
 	}
 }
 
+// cosmosDBReply is a response already read and closed.
+type cosmosDBReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
 // get sends one GET signed with the account key: the signature covers the
 // verb, resource type, resource link and date.
-func (c *CosmosDBHelper) get(ctx context.Context, t *testing.T, path, resourceType, resourceLink string, headers map[string]string) (*http.Response, []byte) {
+func (c *CosmosDBHelper) get(ctx context.Context, t *testing.T, path, resourceType, resourceLink string, headers map[string]string) cosmosDBReply {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint+"/"+path, nil)
 	require.NoError(t, err)
@@ -390,5 +397,5 @@ func (c *CosmosDBHelper) get(ctx context.Context, t *testing.T, path, resourceTy
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoErrorf(t, err, "GET %s: reading the body", path)
-	return resp, body
+	return cosmosDBReply{status: resp.StatusCode, header: resp.Header, body: body}
 }
