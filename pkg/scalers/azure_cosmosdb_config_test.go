@@ -191,8 +191,8 @@ func TestCosmosDBSeparateLeaseAccount(t *testing.T) {
 	}
 	metadata := data.metadata("leaseDatabaseId", "meta")
 	for name, auth := range map[string]map[string]string{
-		"leaseConnection":                  map[string]string{"connection": data.server.ConnectionString(), "leaseConnection": leaseServer.ConnectionString()},
-		"leaseEndpoint + leaseCosmosDBKey": map[string]string{"endpoint": data.server.URL(), "cosmosDBKey": data.server.Key(), "leaseEndpoint": leaseServer.URL(), "leaseCosmosDBKey": leaseServer.Key()},
+		"leaseConnection":                  {"connection": data.server.ConnectionString(), "leaseConnection": leaseServer.ConnectionString()},
+		"leaseEndpoint + leaseCosmosDBKey": {"endpoint": data.server.URL(), "cosmosDBKey": data.server.Key(), "leaseEndpoint": leaseServer.URL(), "leaseCosmosDBKey": leaseServer.Key()},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if metric, _ := pollCosmosDB(t, newCosmosDBTestScaler(t, cosmosDBScalerConfig(metadata, auth))); metric != 6 {

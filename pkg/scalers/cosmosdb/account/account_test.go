@@ -44,7 +44,7 @@ func TestResourceOfPath(t *testing.T) {
 	}
 }
 
-func TestAccountName(t *testing.T) {
+func TestNameFromHost(t *testing.T) {
 	for host, want := range map[string]string{
 		"myaccount.documents.azure.com":             "myaccount",
 		"MyAccount.privatelink.documents.azure.com": "myaccount",
@@ -52,8 +52,8 @@ func TestAccountName(t *testing.T) {
 		"localhost": "localhost",
 		"::1":       "::1",
 	} {
-		if got := AccountName(host); got != want {
-			t.Errorf("AccountName(%q) = %q, want %q", host, got, want)
+		if got := NameFromHost(host); got != want {
+			t.Errorf("NameFromHost(%q) = %q, want %q", host, got, want)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -170,15 +170,33 @@ func DecodeJSON(resp *http.Response, operation string, v any) error {
 
 // Usage counts the requests (every try) and request units of one poll.
 type Usage struct {
-	requests    atomic.Int64
-	chargeMilli atomic.Int64
+	mu          sync.Mutex
+	requests    int64
+	chargeMilli int64
 }
 
 // Requests is the number of HTTP requests sent, retries included.
-func (u *Usage) Requests() int64 { return u.requests.Load() }
+func (u *Usage) Requests() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.requests
+}
 
 // RequestCharge is the total of x-ms-request-charge, in request units.
-func (u *Usage) RequestCharge() float64 { return float64(u.chargeMilli.Load()) / 1000 }
+func (u *Usage) RequestCharge() float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return float64(u.chargeMilli) / 1000
+}
+
+func (u *Usage) add(charge float64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.requests++
+	if charge > 0 {
+		u.chargeMilli += int64(charge*1000 + 0.5)
+	}
+}
 
 type usageKey struct{}
 
@@ -194,12 +212,11 @@ func (usagePolicy) Do(req *policy.Request) (*http.Response, error) {
 	u, _ := req.Raw().Context().Value(usageKey{}).(*Usage)
 	resp, err := req.Next()
 	if u != nil {
-		u.requests.Add(1)
+		var charge float64
 		if resp != nil {
-			if charge, perr := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64); perr == nil && charge > 0 {
-				u.chargeMilli.Add(int64(charge*1000 + 0.5))
-			}
+			charge, _ = strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
 		}
+		u.add(charge)
 	}
 	return resp, err
 }

@@ -111,7 +111,7 @@ func checkHTTPSURL(raw string) error {
 	if err != nil || u.Host == "" {
 		return errors.New("not an absolute URL")
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) {
+	if u.Scheme != "https" && (u.Scheme != "http" || !isLoopback(u.Hostname())) {
 		return fmt.Errorf("scheme must be https, got %q", u.Scheme)
 	}
 	return nil

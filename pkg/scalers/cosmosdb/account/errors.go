@@ -87,9 +87,9 @@ func newResponseError(operation string, resp *http.Response) *ResponseError {
 	return e
 }
 
-func firstLine(s string, max int) string {
+func firstLine(s string, limit int) string {
 	for i, r := range s {
-		if r == '\n' || r == '\r' || i >= max {
+		if r == '\n' || r == '\r' || i >= limit {
 			return s[:i]
 		}
 	}

@@ -46,13 +46,13 @@ type Account struct {
 // Name is the account name as it appears in lease ids: the first DNS label of
 // the endpoint host ("myaccount" for myaccount.documents.azure.com), or the
 // whole host for IP addresses and single-label hosts.
-func (a *Account) Name() string { return AccountName(a.Endpoint.Hostname()) }
+func (a *Account) Name() string { return NameFromHost(a.Endpoint.Hostname()) }
 
 // UsesKey reports whether requests are signed with the account key.
 func (a *Account) UsesKey() bool { return a.key != nil }
 
-// AccountName returns the account part of a host name; see Account.Name.
-func AccountName(host string) string {
+// NameFromHost returns the account part of a host name; see Account.Name.
+func NameFromHost(host string) string {
 	host = strings.ToLower(host)
 	if isLoopback(host) || !strings.Contains(host, ".") || isIP(host) {
 		return host

@@ -31,6 +31,7 @@ func readRID(ctx context.Context, c *account.Client, operation string, segments 
 	if err != nil {
 		return "", err
 	}
+	defer resp.Body.Close() // DecodeJSON closes it too; closing twice is harmless
 	var props struct {
 		RID string `json:"_rid"`
 	}

@@ -19,7 +19,7 @@ import (
 // another, so a lease is ours only when every part matches.
 type Scope struct {
 	Processor string
-	// Account is the monitored account's name (see account.AccountName); a
+	// Account is the monitored account's name (see account.NameFromHost); a
 	// lease written through a private-link or regional host name still matches.
 	Account                   string
 	DatabaseRID, ContainerRID string
@@ -34,7 +34,7 @@ func (s Scope) Owns(id string) bool {
 	}
 	// Host names and RIDs hold no '_', so the host ends at the first one.
 	host, container, ok := strings.Cut(rest, "_")
-	if !ok || !s.accountMatches(account.AccountName(host)) {
+	if !ok || !s.accountMatches(account.NameFromHost(host)) {
 		return false
 	}
 	return hasLeaseSuffix(container, s.DatabaseRID, s.ContainerRID) || hasLeaseSuffix(container, s.DatabaseID, s.ContainerID)
@@ -58,7 +58,7 @@ func (s Scope) OwnsProcessorAndAccount(id string) bool {
 		return false
 	}
 	host, container, ok := strings.Cut(rest, "_")
-	return ok && strings.Contains(container, "..") && s.accountMatches(account.AccountName(host))
+	return ok && strings.Contains(container, "..") && s.accountMatches(account.NameFromHost(host))
 }
 
 // accountMatches accepts the account's own name and its regional host label
