@@ -46,7 +46,7 @@ func epkToInt(s string) *big.Int {
 	if len(s) > epkDigits {
 		s = s[:epkDigits]
 	}
-	s = s + strings.Repeat("0", epkDigits-len(s))
+	s += strings.Repeat("0", epkDigits-len(s))
 	n, ok := new(big.Int).SetString(s, 16)
 	if !ok {
 		return new(big.Int)
@@ -79,23 +79,23 @@ func evenBounds(n int) []string {
 	return bounds
 }
 
-// midpoint returns the bound halfway between min and max, or ok=false when
-// the range is too narrow to split.
-func midpoint(min, max string) (string, bool) {
-	lo, hi := epkToInt(min), epkToInt(max)
+// midpoint returns the bound halfway between lower and upper, or ok=false
+// when the range is too narrow to split.
+func midpoint(lower, upper string) (string, bool) {
+	lo, hi := epkToInt(lower), epkToInt(upper)
 	mid := new(big.Int).Add(lo, hi)
 	mid.Rsh(mid, 1)
 	if mid.Cmp(lo) <= 0 || mid.Cmp(hi) >= 0 {
 		return "", false
 	}
 	b := intToBound(mid)
-	if b <= min || b >= max {
+	if b <= lower || b >= upper {
 		return "", false // e.g. [FE, FF): the midpoint's short form collides with "FF"
 	}
 	return b, true
 }
 
-// epkInRange reports min <= epk < max, compared ordinally as the SDKs do.
-func epkInRange(epk, min, max string) bool {
-	return epk >= min && epk < max
+// epkInRange reports lower <= epk < upper, compared ordinally as the SDKs do.
+func epkInRange(epk, lower, upper string) bool {
+	return epk >= lower && epk < upper
 }

@@ -322,16 +322,16 @@ func (p *Processor) upsert(doc map[string]any) error {
 }
 
 // leaseRange reads the EPK range of a lease document.
-func (p *Processor) leaseRange(doc map[string]any) (min, max string) {
+func (p *Processor) leaseRange(doc map[string]any) (lower, upper string) {
 	key := "FeedRange"
 	if p.Format == JavaV1EPK {
 		key = "feedRange"
 	}
 	fr, _ := doc[key].(map[string]any)
 	r, _ := fr["Range"].(map[string]any)
-	min, _ = r["min"].(string)
-	max, _ = r["max"].(string)
-	return min, max
+	lower, _ = r["min"].(string)
+	upper, _ = r["max"].(string)
+	return lower, upper
 }
 
 // continuationLSN decodes the checkpoint of a lease document (nil = none).

@@ -154,10 +154,10 @@ func (c *Container) Database() *Database { return c.db }
 // PartitionKeyPath is the partition key path the container was created with.
 func (c *Container) PartitionKeyPath() string { return c.pkRaw }
 
-func (c *Container) addRangeLocked(min, max string, parents []string, lsn int64) *pkRange {
+func (c *Container) addRangeLocked(lower, upper string, parents []string, lsn int64) *pkRange {
 	id := strconv.Itoa(c.nextRangeID)
 	c.nextRangeID++
-	r := &pkRange{id: id, min: min, max: max, parents: parents, lsn: lsn}
+	r := &pkRange{id: id, min: lower, max: upper, parents: parents, lsn: lsn}
 	// Like real pkrange RIDs: the collection RID's bytes followed by eight more.
 	b, _ := base64.StdEncoding.DecodeString(c.rid)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.nextRangeID))
@@ -165,7 +165,7 @@ func (c *Container) addRangeLocked(min, max string, parents []string, lsn int64)
 	c.allRanges[id] = r
 	// Keep c.ranges sorted by min with one insertion, not a sort per range:
 	// containers with thousands of ranges are created for benchmarks.
-	at := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i].min >= min })
+	at := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i].min >= lower })
 	c.ranges = slices.Insert(c.ranges, at, r)
 	return r
 }
