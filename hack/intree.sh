@@ -317,8 +317,8 @@ if [ "$mode" = check ]; then
 	if [ "${INTREE_FULL:-1}" = 1 ]; then
 		# Our test files join KEDA's pkg/scalers test package: one binary, one
 		# TestMain, shared process state. Run all of KEDA's scaler tests with
-		# ours in; a failure counts against us only if the same test passes
-		# once our test files are taken out again.
+		# ours in; a failure counts against us only if it fails again with our
+		# files in and passes once they are taken out.
 		step "all of KEDA's go test ./pkg/scalers with our test files in the package"
 		(cd "$scratch" && go test -count=1 -v ./pkg/scalers/) >"$logdir/test-keda.log" 2>&1
 		status=$?
@@ -330,15 +330,25 @@ if [ "$mode" = check ]; then
 				fail "go test ./pkg/scalers exited $status without a failing test"
 			}
 			grep -E -B12 -A4 '^--- FAIL' "$logdir/test-keda.log" | head -80 | sed 's/^/    | /'
-			echo "    failed: $(echo $failed); re-running them without our test files"
-			mkdir -p "$logdir/aside"
-			mv "$scratch"/pkg/scalers/azure_cosmosdb_*_test.go "$logdir/aside/"
-			(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-without-ours.log" 2>&1
-			mv "$logdir"/aside/*.go "$scratch/pkg/scalers/"
-			still=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-without-ours.log" | awk '{print $3}' | sort -u)
-			ours=$(comm -23 <(echo "$failed") <(echo "$still") | grep -v '^$')
-			[ -z "$still" ] || echo "    failing without our files too (KEDA's own, not counted): $(echo $still)"
-			[ -z "$ours" ] || fail "KEDA tests that fail only with our test files in the package: $(echo $ours) (log: $logdir/test-keda.log)"
+			# A test that passes on a second try with our files in is flaky
+			# (fixed ports, wall-clock hours), not ours to answer for.
+			echo "    failed: $(echo $failed); re-running them with our test files"
+			(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-again.log" 2>&1
+			again=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-again.log" | awk '{print $3}' | sort -u)
+			flaky=$(comm -23 <(echo "$failed") <(echo "$again") | grep -v '^$')
+			[ -z "$flaky" ] || echo "    passed on a second try (flaky, not counted): $(echo $flaky)"
+			failed=$again
+			if [ -n "$failed" ]; then
+				echo "    failing again: $(echo $failed); re-running them without our test files"
+				mkdir -p "$logdir/aside"
+				mv "$scratch"/pkg/scalers/azure_cosmosdb_*_test.go "$logdir/aside/"
+				(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-without-ours.log" 2>&1
+				mv "$logdir"/aside/*.go "$scratch/pkg/scalers/"
+				still=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-without-ours.log" | awk '{print $3}' | sort -u)
+				ours=$(comm -23 <(echo "$failed") <(echo "$still") | grep -v '^$')
+				[ -z "$still" ] || echo "    failing without our files too (KEDA's own, not counted): $(echo $still)"
+				[ -z "$ours" ] || fail "KEDA tests that fail only with our test files in the package: $(echo $ours) (log: $logdir/test-keda.log)"
+			fi
 		fi
 		done_step
 	fi
