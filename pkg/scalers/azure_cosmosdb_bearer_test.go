@@ -59,20 +59,6 @@ func TestCosmosDBServicePrincipalPrivateCloud(t *testing.T) {
 	}
 }
 
-// In the public cloud the scope comes from KEDA's environment (Cosmos DB's
-// resource URL) and the authority is login.microsoftonline.com.
-func TestCosmosDBServicePrincipalPublicCloud(t *testing.T) {
-	env := newCosmosDBBearerEnv(t, "https://cosmos.azure.com/.default")
-	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBServicePrincipal("endpoint", env.server.URL())))
-	if metric, _ := pollCosmosDB(t, s); metric != 12 {
-		t.Fatalf("metric %d, want 12", metric)
-	}
-	grants := cosmosDBTokenIssuer.Grants()
-	if last := grants[len(grants)-1]; last.Host != "login.microsoftonline.com" || last.Scope != "https://cosmos.azure.com/.default" {
-		t.Fatalf("grant %+v, want login.microsoftonline.com for https://cosmos.azure.com/.default", last)
-	}
-}
-
 // Workload identity wins over a configured service principal; the
 // authority and federated token come from the webhook's environment.
 func TestCosmosDBWorkloadIdentity(t *testing.T) {

@@ -16,11 +16,12 @@ import (
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
-// cosmosDBTokenIssuer is the package's Entra ID stand-in. Go reads SSL_CERT_FILE and
-// the proxy variables once, before the first TLS connection, so TestMain
-// sets them before any test runs: the issuer's CA is trusted, and requests
-// to public authorities such as login.microsoftonline.com go through the
-// issuer's proxy, while loopback Cosmos DB servers stay direct.
+// cosmosDBTokenIssuer is the package's Entra ID stand-in. Go reads
+// SSL_CERT_FILE once, before the first TLS connection, so TestMain sets it
+// before any test runs and the issuer's CA is trusted. No proxy variable is
+// set: in KEDA's tree these tests share a package with every other scaler's
+// (a proxy broke KEDA's own gRPC tests there). Bearer tests therefore use
+// cloud: Private, whose authorities skip MSAL's public instance discovery.
 var cosmosDBTokenIssuer *cosmostest.TokenIssuer
 
 // cosmosDBLogs captures everything the scaler logs (verbosity 1 included), so
@@ -65,8 +66,6 @@ func runCosmosDBTestsWithTokenIssuer(m *testing.M) int {
 		return 1
 	}
 	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Setenv("HTTPS_PROXY", cosmosDBTokenIssuer.ProxyURL())
-	os.Setenv("NO_PROXY", "127.0.0.1,localhost")
 	// As KEDA's operator does at start-up (its --http-max-idle-conns-per-host
 	// default), so concurrent lease reads keep their connections alive.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {

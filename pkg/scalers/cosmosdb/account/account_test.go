@@ -57,3 +57,23 @@ func TestNameFromHost(t *testing.T) {
 		}
 	}
 }
+
+// Known clouds take the token resource and authority from KEDA's Azure
+// environments; the scope is "<resource>/.default". Private clouds name both.
+func TestCloudEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		settings            Settings
+		resource, authority string
+	}{
+		{Settings{}, "https://cosmos.azure.com", "https://login.microsoftonline.com/"},
+		{Settings{Cloud: "AzureUSGovernmentCloud"}, "https://cosmos.azure.com", "https://login.microsoftonline.us/"},
+		{Settings{Cloud: "azurechinacloud"}, "https://cosmos.azure.com", "https://login.chinacloudapi.cn/"},
+		{Settings{Cloud: "Private", CosmosDBResourceURL: "https://cosmos.example", ActiveDirectoryEndpoint: "https://login.example/"}, "https://cosmos.example", "https://login.example/"},
+		{Settings{Cloud: "AzurePublicCloud", CosmosDBResourceURL: "https://ignored.example"}, "https://cosmos.azure.com", "https://login.microsoftonline.com/"},
+	} {
+		resource, authority, err := cloudEndpoints(tc.settings)
+		if err != nil || resource != tc.resource || authority != tc.authority {
+			t.Errorf("cloudEndpoints(%+v) = %q, %q, %v; want %q, %q", tc.settings, resource, authority, err, tc.resource, tc.authority)
+		}
+	}
+}

@@ -31,15 +31,19 @@ func newTokenCredential(s Settings, opts CredentialOptions) (azcore.TokenCredent
 	}
 	scope := strings.TrimSuffix(resourceURL, "/") + "/.default"
 	clientOptions := azcore.ClientOptions{Transport: opts.Transport}
+	// A private cloud's authority is not known to the public cloud: MSAL's
+	// instance discovery against login.microsoftonline.com would fail there.
+	private := strings.EqualFold(s.Cloud, azure.PrivateCloud)
 
 	if usesWorkloadIdentity(s) {
 		// As KEDA's Azure helpers do: client and tenant from the pod identity
 		// when given, else from the webhook-injected AZURE_* environment,
 		// which also supplies the authority host.
 		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-			ClientOptions: clientOptions,
-			ClientID:      s.PodIdentity.GetIdentityID(),
-			TenantID:      s.PodIdentity.GetIdentityTenantID(),
+			ClientOptions:            clientOptions,
+			ClientID:                 s.PodIdentity.GetIdentityID(),
+			TenantID:                 s.PodIdentity.GetIdentityTenantID(),
+			DisableInstanceDiscovery: private,
 		})
 		if err != nil {
 			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
@@ -53,7 +57,7 @@ func newTokenCredential(s Settings, opts CredentialOptions) (azcore.TokenCredent
 		return nil, "", errors.New("an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret (or give cosmosDBKey/leaseCosmosDBKey or a connection string)")
 	}
 	clientOptions.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: authority}
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret, &azidentity.ClientSecretCredentialOptions{ClientOptions: clientOptions})
+	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret, &azidentity.ClientSecretCredentialOptions{ClientOptions: clientOptions, DisableInstanceDiscovery: private})
 	if err != nil {
 		// azidentity validates the tenant id format; its message holds no secret.
 		return nil, "", fmt.Errorf("tenantId/clientId: %w", err)
