@@ -35,7 +35,7 @@ func (s *Server) authorize(r *http.Request) error {
 		return s.verifyMasterKey(r, sig)
 	case "aad":
 		if s.cfg.tokenVerifier == nil {
-			return errors.New("Entra ID (aad) authorization is not enabled for this account")
+			return errors.New("the account does not accept Entra ID (aad) authorization")
 		}
 		if err := s.cfg.tokenVerifier(sig); err != nil {
 			return fmt.Errorf("the Entra ID token was rejected: %w", err)

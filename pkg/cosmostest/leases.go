@@ -131,8 +131,8 @@ func (p *Processor) Lease(token string) (map[string]any, bool) {
 func (p *Processor) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
 		if p.Format == JavaV1EPK {
-			min, max := p.leaseRange(doc)
-			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, min, max, lsn)
+			lower, upper := p.leaseRange(doc)
+			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn)
 		} else {
 			doc["ContinuationToken"] = quotedLSN(lsn)
 		}
@@ -179,9 +179,9 @@ func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, err)
 	}
-	var min, max string
+	var lower, upper string
 	if p.Format.epkBased() {
-		min, max = p.leaseRange(doc)
+		lower, upper = p.leaseRange(doc)
 	} else {
 		r, gone, ok := p.Monitored.rangeByID(parentToken)
 		if !ok {
@@ -190,20 +190,20 @@ func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		if !gone {
 			return nil, fmt.Errorf("replace lease %q after split: range %s is still live", parentToken, parentToken)
 		}
-		min, max = r.MinInclusive, r.MaxExclusive
+		lower, upper = r.MinInclusive, r.MaxExclusive
 	}
 	type child struct{ token, min, max string }
 	var children []child
 	for _, r := range p.Monitored.Ranges() {
-		if r.MaxExclusive <= min || r.MinInclusive >= max {
+		if r.MaxExclusive <= lower || r.MinInclusive >= upper {
 			continue // no overlap
 		}
 		if p.Format.epkBased() {
-			lo, hi := maxStr(min, r.MinInclusive), minStr(max, r.MaxExclusive)
+			lo, hi := maxStr(lower, r.MinInclusive), minStr(upper, r.MaxExclusive)
 			children = append(children, child{lo + "-" + hi, lo, hi})
 			continue
 		}
-		if r.MinInclusive < min || r.MaxExclusive > max {
+		if r.MinInclusive < lower || r.MaxExclusive > upper {
 			return nil, fmt.Errorf("replace lease %q after split: range %s was merged into %s, which a range-id lease cannot follow", parentToken, parentToken, r.ID)
 		}
 		children = append(children, child{r.ID, r.MinInclusive, r.MaxExclusive})

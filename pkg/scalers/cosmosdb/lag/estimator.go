@@ -151,7 +151,7 @@ func (e *Estimator) attempt(ctx context.Context, scope lease.Scope, final bool) 
 			}
 			lag, err := e.positions.Lag(ctx, l)
 			stale := errors.Is(err, changefeed.ErrStaleParent)
-			if err != nil && !(stale && final) {
+			if err != nil && (!stale || !final) {
 				fail(err)
 				continue
 			}

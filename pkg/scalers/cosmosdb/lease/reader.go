@@ -70,6 +70,7 @@ func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error)
 		if err != nil {
 			return err
 		}
+		defer resp.Body.Close() // DecodeJSON closes it too; closing twice is harmless
 		continuation = resp.Header.Get("x-ms-continuation")
 		var page queryPage
 		if err := account.DecodeJSON(resp, "query leases in "+r.Database+"/"+r.Container, &page); err != nil {
