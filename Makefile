@@ -29,7 +29,7 @@ bench-compare:
 
 ci: lint test
 
-.PHONY: intree intree-patch
+.PHONY: intree intree-patch e2e-local
 
 ## intree: drop the scaler into a fresh copy of KEDA v2.21.0, build operator + adapter, run its tests there (slow cold: compiles all of KEDA)
 intree:
@@ -42,3 +42,7 @@ intree-patch:
 ## external-kedaclient: the external scaler driven by KEDA v2.21.0's own clients (own module)
 external-kedaclient:
 	cd cmd/cosmosdb-external-scaler/kedaclient && $(GO) test -count=1 .
+
+## e2e-local: KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
+e2e-local:
+	hack/e2e-local.sh
