@@ -98,10 +98,8 @@ func NewClient(a *Account, opts ClientOptions) *Client {
 	if opts.TryTimeout > 0 {
 		retry.TryTimeout = opts.TryTimeout
 	}
-	perRetry := []policy.Policy{usagePolicy{}, versionAndDatePolicy{now: now}}
-	if a.key != nil {
-		perRetry = append(perRetry, masterKeyPolicy{key: a.key})
-	} else {
+	perRetry := []policy.Policy{tryPolicy{now: now, key: a.key, dates: &dateCache{}, sigs: &signatureCache{}}}
+	if a.key == nil {
 		scope := a.scope
 		perRetry = append(perRetry, runtime.NewBearerTokenPolicy(a.token, []string{scope}, &policy.BearerTokenOptions{
 			AuthorizationHandler: policy.AuthorizationHandler{
@@ -126,7 +124,19 @@ func (c *Client) Account() *Account { return c.account }
 // NewRequest builds a request for the resource path given as unescaped
 // segments, e.g. ("dbs", db, "colls", coll, "docs").
 func (c *Client) NewRequest(ctx context.Context, method string, segments ...string) (*policy.Request, error) {
-	return runtime.NewRequest(ctx, method, c.account.Endpoint.JoinPath(segments...).String())
+	return c.NewRequestURL(ctx, method, c.ResourceURL(segments...))
+}
+
+// ResourceURL is the URL of the resource path given as unescaped segments.
+// Callers that send many requests to one resource compute it once and use
+// NewRequestURL.
+func (c *Client) ResourceURL(segments ...string) string {
+	return c.account.Endpoint.JoinPath(segments...).String()
+}
+
+// NewRequestURL builds a request for a URL returned by ResourceURL.
+func (c *Client) NewRequestURL(ctx context.Context, method, resourceURL string) (*policy.Request, error) {
+	return runtime.NewRequest(ctx, method, resourceURL)
 }
 
 // Do sends req. A status outside ok becomes a *ResponseError naming operation;
@@ -204,19 +214,4 @@ type usageKey struct{}
 func WithUsage(ctx context.Context) (context.Context, *Usage) {
 	u := &Usage{}
 	return context.WithValue(ctx, usageKey{}, u), u
-}
-
-type usagePolicy struct{}
-
-func (usagePolicy) Do(req *policy.Request) (*http.Response, error) {
-	u, _ := req.Raw().Context().Value(usageKey{}).(*Usage)
-	resp, err := req.Next()
-	if u != nil {
-		var charge float64
-		if resp != nil {
-			charge, _ = strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
-		}
-		u.add(charge)
-	}
-	return resp, err
 }

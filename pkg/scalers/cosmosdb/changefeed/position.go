@@ -23,6 +23,7 @@ var ErrStaleParent = errors.New("lease belongs to a partition key range that spl
 type Reader struct {
 	client              *account.Client
 	database, container string
+	feedURL             string // the container's docs feed, built once: every lease read uses it
 	ranges              *rangeCache
 }
 
@@ -30,7 +31,8 @@ type Reader struct {
 func NewReader(data *account.Client, database, container string) *Reader {
 	return &Reader{
 		client: data, database: database, container: container,
-		ranges: &rangeCache{client: data, database: database, container: container},
+		feedURL: data.ResourceURL("dbs", database, "colls", container, "docs"),
+		ranges:  &rangeCache{client: data, database: database, container: container},
 	}
 }
 
@@ -98,19 +100,21 @@ type feedPage struct {
 }
 
 func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, error) {
-	req, err := r.client.NewRequest(ctx, http.MethodGet, "dbs", r.database, "colls", r.container, "docs")
+	req, err := r.client.NewRequestURL(ctx, http.MethodGet, r.feedURL)
 	if err != nil {
 		return 0, err
 	}
+	// Canonical header names: Set stores them as they are instead of
+	// allocating a canonicalised copy per request (the wire is the same).
 	h := req.Raw().Header
-	h.Set("A-IM", "Incremental feed")
+	h.Set("A-Im", "Incremental feed")
 	h.Set("If-None-Match", l.Continuation)
-	h.Set("x-ms-max-item-count", "1")
-	h.Set("x-ms-documentdb-partitionkeyrangeid", t.rangeID)
+	h.Set("X-Ms-Max-Item-Count", "1")
+	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", t.rangeID)
 	if t.min != "" || t.max != "" {
-		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
-		h.Set("x-ms-start-epk", t.min)
-		h.Set("x-ms-end-epk", t.max)
+		h.Set("X-Ms-Read-Key-Type", "EffectivePartitionKeyRange")
+		h.Set("X-Ms-Start-Epk", t.min)
+		h.Set("X-Ms-End-Epk", t.max)
 	}
 	const operation = "read change feed"
 	resp, err := r.client.Do(req, operation, http.StatusOK, http.StatusNotModified)
@@ -125,7 +129,7 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	lag, err := lagOfPage(body, resp.Header.Get("x-ms-session-token"), t.rangeID)
+	lag, err := lagOfPage(body, resp.Header.Get("X-Ms-Session-Token"), t.rangeID)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", operation, err)
 	}
