@@ -2,10 +2,14 @@
 //
 //	cosmoslag demo    simulate a change feed processor on an embedded Cosmos DB server
 //	cosmoslag check   run one estimate for the trigger of a ScaledObject
+//	cosmoslag serve   run the embedded Cosmos DB server for other processes, with a control API
 //
-// Both subcommands build the scaler through scalers.NewAzureCosmosDBScaler,
+// demo and check build the scaler through scalers.NewAzureCosmosDBScaler,
 // the constructor KEDA itself calls, so what they print is what the
-// operator would see.
+// operator would see. serve runs the embedded server (pkg/cosmostest) on an
+// HTTPS address of choice, for end-to-end tests of a real cluster, plus a
+// plain-HTTP control API for what only the service itself does (creating
+// containers, splitting partitions) and a processor's first leases.
 package main
 
 import (
@@ -29,7 +33,7 @@ const (
 	exitBadArgs = 2 // flags, files or trigger configuration are invalid
 )
 
-// command is one subcommand. A later "serve" is one more entry in commands.
+// command is one subcommand.
 type command struct {
 	name    string
 	summary string
@@ -39,6 +43,7 @@ type command struct {
 var commands = []command{
 	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", runDemo},
 	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", runCheck},
+	{"serve", "run the embedded Cosmos DB server for other processes, with a control API for tests", runServe},
 }
 
 func main() {

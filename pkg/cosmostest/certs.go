@@ -10,17 +10,24 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
-// selfSignedCert makes a throw-away certificate for the loopback addresses
-// and "localhost", valid for a day.
-func selfSignedCert() (tls.Certificate, *x509.CertPool, error) {
+// selfSignedCert makes a throw-away certificate valid for a day for the
+// loopback addresses, "localhost" and each of hosts: an IP address becomes an
+// IP SAN, anything else a DNS SAN. An unspecified address ("0.0.0.0", "::")
+// also adds the addresses of every local interface, so clients can connect
+// by whichever of them routes to a wildcard listener. It returns the
+// certificate's PEM too.
+func selfSignedCert(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
+	ips, names := subjectAltNames(hosts)
 	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "cosmostest server"},
@@ -30,20 +37,63 @@ func selfSignedCert() (tls.Certificate, *x509.CertPool, error) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:              []string{"localhost"},
+		IPAddresses:           ips,
+		DNSNames:              names,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, certPEM, nil
+}
+
+// subjectAltNames returns the loopback addresses and "localhost" plus hosts
+// (IPs and names, each once), and for unspecified addresses the addresses of
+// the local interfaces.
+func subjectAltNames(hosts []string) ([]net.IP, []string) {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	names := []string{"localhost"}
+	addIP := func(ip net.IP) {
+		for _, have := range ips {
+			if have.Equal(ip) {
+				return
+			}
+		}
+		ips = append(ips, ip)
+	}
+	for _, h := range hosts {
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		if h == "" {
+			continue
+		}
+		if at := strings.IndexByte(h, '%'); at >= 0 && net.ParseIP(h[:at]) != nil {
+			h = h[:at] // an IPv6 zone is not part of the address
+		}
+		ip := net.ParseIP(h)
+		if ip == nil {
+			if !slices.Contains(names, strings.ToLower(h)) {
+				names = append(names, strings.ToLower(h))
+			}
+			continue
+		}
+		addIP(ip)
+		if ip.IsUnspecified() {
+			addrs, _ := net.InterfaceAddrs()
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok {
+					addIP(n.IP)
+				}
+			}
+		}
+	}
+	return ips, names
 }
 
 // testCA is a throw-away certificate authority that mints server

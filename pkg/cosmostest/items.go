@@ -121,6 +121,24 @@ func (c *Container) WriteItemsToRange(rangeID string, n int) error {
 	return nil
 }
 
+// PartitionKeyForRange returns a partition key value (a string such as
+// "pk-17", never returned twice) whose items land in the live range, so a
+// client can write into a chosen physical partition over REST.
+func (c *Container) PartitionKeyForRange(rangeID string) (string, error) {
+	s := c.db.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := c.liveRangeLocked(rangeID)
+	if r == nil {
+		return "", fmt.Errorf("partition key for range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
+	}
+	pk, ok := c.partitionKeyForRangeLocked(r)
+	if !ok {
+		return "", fmt.Errorf("partition key for range %q of %s: no value found for [%q, %q)", rangeID, c.id, r.min, r.max)
+	}
+	return pk, nil
+}
+
 // partitionKeyForRangeLocked returns a fresh partition key value whose EPK
 // falls in r. Values tried on the way that hash into other ranges are kept
 // for those ranges, so filling every range of a container with thousands of

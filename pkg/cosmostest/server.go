@@ -1,6 +1,7 @@
 package cosmostest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -24,6 +25,7 @@ type Server struct {
 	http     *http.Server
 	url      string
 	certPool *x509.CertPool
+	certPEM  []byte
 	client   *http.Client
 
 	closing   chan struct{} // closed by Close; wakes sleeping handlers
@@ -44,6 +46,7 @@ type Server struct {
 }
 
 type config struct {
+	address       string
 	accountName   string
 	key           string
 	tokenVerifier func(token string) error
@@ -55,6 +58,15 @@ type Option func(*config)
 
 // WithAccountName sets the account name reported by GET / (default "localaccount").
 func WithAccountName(name string) Option { return func(c *config) { c.accountName = name } }
+
+// WithAddress makes the server listen on addr ("host:port"; port 0 picks a
+// free one) instead of "127.0.0.1:0", e.g. to serve other processes or
+// network namespaces. URL and Host report the address actually bound (a host
+// name is resolved by the listener; an empty host or "0.0.0.0" binds every
+// interface and is reported as such, so bind the address clients will use).
+// A TLS server's certificate then also holds the host as an IP SAN (DNS SAN
+// for a name) and, for an unspecified address, every local interface address.
+func WithAddress(addr string) Option { return func(c *config) { c.address = addr } }
 
 // WithKey sets the base64 primary key (default: a random 64-byte key).
 func WithKey(base64Key string) Option { return func(c *config) { c.key = base64Key } }
@@ -70,17 +82,18 @@ func WithTokenVerifier(v func(token string) error) Option {
 // the window the real service allows).
 func WithMaxClockSkew(d time.Duration) Option { return func(c *config) { c.maxClockSkew = d } }
 
-// NewServer starts a plain HTTP server on 127.0.0.1 with a random port.
-// It panics if the key option is not valid base64 or no port is free, as
-// httptest.NewServer does.
+// NewServer starts a plain HTTP server on 127.0.0.1 with a random port (or
+// on WithAddress). It panics if the key option is not valid base64 or the
+// address cannot be listened on, as httptest.NewServer does.
 func NewServer(opts ...Option) *Server { return newServer(false, opts) }
 
-// NewTLSServer starts an HTTPS server on 127.0.0.1 with a freshly generated
-// self-signed certificate; Client and CertPool trust it.
+// NewTLSServer starts an HTTPS server on 127.0.0.1 (or on WithAddress) with a
+// freshly generated self-signed certificate; Client and CertPool trust it,
+// and CertPEM gives it to other processes.
 func NewTLSServer(opts ...Option) *Server { return newServer(true, opts) }
 
 func newServer(useTLS bool, opts []Option) *Server {
-	cfg := config{accountName: "localaccount", maxClockSkew: 15 * time.Minute}
+	cfg := config{address: "127.0.0.1:0", accountName: "localaccount", maxClockSkew: 15 * time.Minute}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -93,9 +106,9 @@ func newServer(useTLS bool, opts []Option) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("cosmostest: account key is not valid base64: %v", err))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", cfg.address)
 	if err != nil {
-		panic(fmt.Sprintf("cosmostest: listen on loopback: %v", err))
+		panic(fmt.Sprintf("cosmostest: listen on %s: %v", cfg.address, err))
 	}
 	s := &Server{
 		cfg:         cfg,
@@ -109,7 +122,10 @@ func newServer(useTLS bool, opts []Option) *Server {
 	scheme := "http"
 	transport := &http.Transport{Proxy: nil, ForceAttemptHTTP2: false}
 	if useTLS {
-		cert, pool, err := selfSignedCert()
+		// The configured host (a name stays a name) and the bound one.
+		cfgHost, _, _ := net.SplitHostPort(cfg.address)
+		boundHost, _, _ := net.SplitHostPort(ln.Addr().String())
+		cert, pool, certPEM, err := selfSignedCert(cfgHost, boundHost)
 		if err != nil {
 			_ = ln.Close()
 			panic(fmt.Sprintf("cosmostest: generate certificate: %v", err))
@@ -117,6 +133,7 @@ func newServer(useTLS bool, opts []Option) *Server {
 		// HTTP/1.1 only: dropped-connection faults need to hijack the connection.
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
 		s.certPool = pool
+		s.certPEM = certPEM
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool}
 		scheme = "https"
 	}
@@ -155,6 +172,10 @@ func (s *Server) ConnectionString() string {
 
 // CertPool holds the certificate of a TLS server; nil for plain HTTP.
 func (s *Server) CertPool() *x509.CertPool { return s.certPool }
+
+// CertPEM is the PEM-encoded self-signed certificate of a TLS server (a copy),
+// for processes that trust it from a file (SSL_CERT_FILE); nil for plain HTTP.
+func (s *Server) CertPEM() []byte { return bytes.Clone(s.certPEM) }
 
 // Client returns an HTTP client for this server that trusts its certificate
 // when TLS is on. Close closes its idle connections.
