@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,19 +84,38 @@ func (s *Server) verifyMasterKey(r *http.Request, sig string) error {
 	if skew := time.Since(t); skew > s.cfg.maxClockSkew || -skew > s.cfg.maxClockSkew {
 		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, s.cfg.maxClockSkew)
 	}
-	resType, link := resourceTypeAndLink(r.URL.Path)
-	want := masterKeySignature(s.keyBytes, r.Method, resType, link, date)
 	got, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
 		return errors.New("the signature is not valid base64")
 	}
-	wantBytes, _ := base64.StdEncoding.DecodeString(want)
-	if !hmac.Equal(got, wantBytes) {
+	if want := s.expectedMAC(r.Method, r.URL.Path, date); !hmac.Equal(got, want[:]) {
 		// Like the service, name the string that was signed (it holds no secret).
+		resType, link := resourceTypeAndLink(r.URL.Path)
 		return fmt.Errorf("the input authorization token can't serve the request; the payload to sign was %q",
 			stringToSign(r.Method, resType, link, date))
 	}
 	return nil
+}
+
+// lastMAC memoises the last expected master-key signature. The concurrent
+// requests of a client share verb, path and (one-second) date, so most of
+// them find it here instead of hashing again; a miss (another server, path or
+// second) only costs the computation.
+var lastMAC struct {
+	sync.Mutex
+	key, method, path, date string
+	mac                     [sha256.Size]byte
+}
+
+func (s *Server) expectedMAC(method, path, date string) [sha256.Size]byte {
+	lastMAC.Lock()
+	defer lastMAC.Unlock()
+	if lastMAC.key != s.cfg.key || lastMAC.method != method || lastMAC.path != path || lastMAC.date != date {
+		resType, link := resourceTypeAndLink(path)
+		lastMAC.key, lastMAC.method, lastMAC.path, lastMAC.date = s.cfg.key, method, path, date
+		lastMAC.mac = masterKeyMAC(s.keyBytes, method, resType, link, date)
+	}
+	return lastMAC.mac
 }
 
 // resourceTypeAndLink derives the resource type and link that are signed.
@@ -119,10 +139,17 @@ func stringToSign(method, resType, link, date string) string {
 	return strings.ToLower(method) + "\n" + strings.ToLower(resType) + "\n" + link + "\n" + strings.ToLower(date) + "\n\n"
 }
 
-func masterKeySignature(key []byte, method, resType, link, date string) string {
+func masterKeyMAC(key []byte, method, resType, link, date string) [sha256.Size]byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(stringToSign(method, resType, link, date)))
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+	var mac [sha256.Size]byte
+	h.Sum(mac[:0])
+	return mac
+}
+
+func masterKeySignature(key []byte, method, resType, link, date string) string {
+	mac := masterKeyMAC(key, method, resType, link, date)
+	return base64.StdEncoding.EncodeToString(mac[:])
 }
 
 // MasterKeyAuthorization returns the Authorization header value for a request

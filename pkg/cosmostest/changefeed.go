@@ -64,7 +64,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := r.Header.Get(hdrPartitionKeyRangeID)
+	rangeID := r.Header.Get(keyPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
 		known, ok := c.allRanges[rangeID]
@@ -131,11 +131,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	for i, it := range changed {
 		docs[i] = it.feedDocument()
 	}
-	out := jsonReply(http.StatusOK, chargeChangeFeed*float64(len(docs)), map[string]any{
-		"_rid":      c.rid,
-		"Documents": docs,
-		"_count":    len(docs),
-	})
+	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
 	out.header.Set("etag", `"`+strconv.FormatInt(changed[len(changed)-1].lsn, 10)+`"`)
 	out.header.Set(hdrSessionToken, s.sessionTokenLocked(pr))
 	out.header.Set(hdrItemCount, strconv.Itoa(len(docs)))

@@ -1,6 +1,7 @@
 package cosmostest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -261,5 +262,29 @@ func TestPKRanges(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "[0 4 5 2 3]" {
 		t.Errorf("ids after split = %v", ids)
+	}
+}
+
+// documentsReply must write exactly the bytes json.Marshal wrote for the
+// page map it replaces, whatever the documents hold.
+func TestDocumentsReplyMatchesMarshal(t *testing.T) {
+	docs := []map[string]any{
+		{"id": "a", "_lsn": 7, "pk": "x"},
+		{"id": "<b>&amp;", "n": 1.5e300, "s": "line\u2028sep \"q\" \\ é", "nested": map[string]any{"z": []any{nil, true}}},
+	}
+	for n := 0; n <= len(docs); n++ {
+		raw := make([]json.RawMessage, n)
+		for i := range raw {
+			raw[i], _ = json.Marshal(docs[i])
+		}
+		for _, rid := range []string{"AbCdEf==", "we<ird>\"rid"} {
+			want, err := json.Marshal(map[string]any{"_rid": rid, "Documents": raw, "_count": len(raw)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := documentsReply(1, rid, raw).body; string(got) != string(want) {
+				t.Errorf("%d documents, rid %q:\n got %s\nwant %s", n, rid, got, want)
+			}
+		}
 	}
 }

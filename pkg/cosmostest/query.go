@@ -76,7 +76,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
 	scopeRanges := c.ranges
-	switch rangeID := r.Header.Get(hdrPartitionKeyRangeID); {
+	switch rangeID := r.Header.Get(keyPartitionKeyRangeID); {
 	case hasPK:
 		epk := epkOf(pkValue)
 		inScope = func(it *item) bool { return it.epk == epk }
@@ -118,11 +118,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 	if page == nil {
 		page = []json.RawMessage{}
 	}
-	out := jsonReply(http.StatusOK, chargeQuery, map[string]any{
-		"_rid":      c.rid,
-		"Documents": page,
-		"_count":    len(page),
-	})
+	out := documentsReply(chargeQuery, c.rid, page)
 	if more {
 		out.header.Set(hdrContinuation, encodeQueryContinuation(lastID))
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -90,15 +91,32 @@ func isQuery(r *http.Request) bool {
 func redactedHeader(h http.Header) http.Header {
 	c := h.Clone()
 	if a := c.Get("Authorization"); a != "" {
+		c.Set("Authorization", redactedAuthorization(a))
+	}
+	return c
+}
+
+// lastRedacted memoises redactedAuthorization for the last value seen: a
+// client's concurrent requests carry the same Authorization value for a
+// whole second (the date is signed at one-second resolution).
+var lastRedacted struct {
+	sync.Mutex
+	in, out string
+}
+
+func redactedAuthorization(a string) string {
+	lastRedacted.Lock()
+	defer lastRedacted.Unlock()
+	if a != lastRedacted.in || lastRedacted.out == "" {
 		typ := "unknown"
 		if dec, err := url.QueryUnescape(a); err == nil {
 			if vals, err := url.ParseQuery(dec); err == nil && vals.Get("type") != "" {
 				typ = vals.Get("type")
 			}
 		}
-		c.Set("Authorization", "type="+url.QueryEscape(typ)+"&ver=1.0&sig=REDACTED")
+		lastRedacted.in, lastRedacted.out = a, "type="+url.QueryEscape(typ)+"&ver=1.0&sig=REDACTED"
 	}
-	return c
+	return lastRedacted.out
 }
 
 func (s *Server) record(rec Request, status int) {
