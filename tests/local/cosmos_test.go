@@ -98,7 +98,7 @@ func (a *cosmosAccount) controlCall(ctx context.Context, method, path string, in
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("control %s %s: %s: %s", method, path, resp.Status, b)
 	}
 	if out == nil {
