@@ -4,7 +4,9 @@
 // partition key ranges with splits and merges, lease documents of the real
 // change feed processors, and master-key / Entra ID authorization.
 //
-// It follows net/http/httptest: NewServer starts a server on loopback, the
+// It follows net/http/httptest: NewServer starts a server on loopback (or
+// on the address given with WithAddress; cosmoslag serve runs one as a
+// standalone process for clusters to reach), the
 // test configures it (databases, containers, items, faults) through Go
 // calls, hands its URL and key (or ConnectionString) to the code under test,
 // and calls Close, which leaves no goroutine behind. Nothing is global; two
@@ -94,7 +96,7 @@
 //     over REST. The change feed has no "all versions and deletes" mode and
 //     no start-time (If-Modified-Since) reads; A-IM reads of pkranges return
 //     the full set, not a delta.
-//   - Every server's Host is "127.0.0.1", so processors of two servers write
+//   - Every loopback server's Host is "127.0.0.1", so processors of two servers write
 //     the same host into lease ids (the port is not part of them, as with
 //     real endpoints); set Processor.AccountHost to tell accounts apart.
 //   - One lock guards each server; reads scan cached id / LSN orders. That is
