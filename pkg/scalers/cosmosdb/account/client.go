@@ -1,6 +1,7 @@
 package account
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -156,7 +157,22 @@ func (c *Client) Do(req *policy.Request, operation string, ok ...int) (*http.Res
 // ReadBody reads a response body, refusing more than MaxResponseBytes, and closes it.
 func ReadBody(resp *http.Response, operation string) ([]byte, error) {
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	// One byte past the cap tells an oversize body from one exactly at it.
+	limited := io.LimitReader(resp.Body, MaxResponseBytes+1)
+	var body []byte
+	var err error
+	if n := resp.ContentLength; n >= 0 && n <= MaxResponseBytes {
+		// The length is announced: read into one buffer of that size (plus
+		// the room ReadFrom wants to see the end) instead of io.ReadAll's
+		// growing series of buffers and final copy. A wrong announcement
+		// only costs a reallocation; the cap below still applies.
+		var buf bytes.Buffer
+		buf.Grow(int(n) + bytes.MinRead)
+		_, err = buf.ReadFrom(limited)
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(limited)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading response: %w", operation, err)
 	}
