@@ -2,6 +2,9 @@ package lease
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +94,42 @@ func TestScopeOwns(t *testing.T) {
 		if got := s.Owns(id); got != want {
 			t.Errorf("Owns(%q) = %v, want %v", id, got, want)
 		}
+	}
+}
+
+// A page decodes to the same leases in one pass as document by document,
+// and a document that does not fit the lease shape is ignored on its own.
+func TestDecodePageOnePassAndFallback(t *testing.T) {
+	s := Scope{Processor: "p", Account: "acct", DatabaseRID: "db", ContainerRID: "coll"}
+	good := []string{
+		`{"id":"pacct.documents.azure.com_db_coll..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Owner":"h"}`,
+		`{"id":"pacct.documents.azure.com_db_coll..1","version":1,"LeaseToken":"1","FeedRange":{"Range":{"min":"","max":"80"}},"ContinuationToken":"\"7\""}`,
+		`{"id":"pacct.documents.azure.com_db_other..2","version":0,"LeaseToken":"2","ContinuationToken":"\"1\""}`, // a stranger
+		`{"id":"pacct.documents.azure.com.info"}`,
+		`null`,
+	}
+	join := func(docs []string) []byte {
+		return []byte(`{"_rid":"x","Documents":[` + strings.Join(docs, ",") + `],"_count":1}`)
+	}
+	fast, err := s.decodePage(join(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw queryPage
+	if err := json.Unmarshal(join(good), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if slow := s.filter(raw.Documents); !reflect.DeepEqual(fast, slow) || len(fast.Leases) != 2 || fast.Strangers != 1 || fast.Documents != 5 {
+		t.Fatalf("one pass %+v, document by document %+v", fast, slow)
+	}
+	mixed, err := s.decodePage(join(append([]string{`{"id":5}`, `"text"`}, good...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(mixed.Leases, fast.Leases) || mixed.Strangers != 1 || mixed.Documents != 7 {
+		t.Fatalf("with non-lease documents: %+v", mixed)
+	}
+	if _, err := s.decodePage([]byte(`{"Documents":[{"id":"x"}`)); err == nil {
+		t.Fatal("a truncated page decoded")
 	}
 }
