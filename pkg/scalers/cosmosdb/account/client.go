@@ -68,14 +68,23 @@ type pollDeadlineKey struct{}
 
 // pollDeadlinePolicy runs once per call, before retries, and records the
 // caller's deadline where shouldRetry can see it: the per-try context it gets
-// carries the shorter try timeout instead.
+// carries the shorter try timeout instead. A context that already records its
+// own deadline (WithUsage does, once per poll) is used as it is, which spares
+// every lease read a context and two request copies.
 type pollDeadlinePolicy struct{}
 
 func (pollDeadlinePolicy) Do(req *policy.Request) (*http.Response, error) {
-	if deadline, ok := req.Raw().Context().Deadline(); ok {
-		req = req.WithContext(context.WithValue(req.Raw().Context(), pollDeadlineKey{}, deadline))
+	ctx := req.Raw().Context()
+	if deadline, ok := ctx.Deadline(); ok {
+		if recorded, ok := ctx.Value(pollDeadlineKey{}).(time.Time); !ok || !recorded.Equal(deadline) {
+			req = req.WithContext(withPollDeadline(ctx, deadline))
+		}
 	}
 	return req.Next()
+}
+
+func withPollDeadline(ctx context.Context, deadline time.Time) context.Context {
+	return context.WithValue(ctx, pollDeadlineKey{}, deadline)
 }
 
 // Client sends Cosmos DB REST requests for one account through a single
@@ -227,7 +236,12 @@ func (u *Usage) add(charge float64) {
 type usageKey struct{}
 
 // WithUsage returns a context whose requests are counted into a new Usage.
+// It also records the context's deadline for shouldRetry once, rather than
+// pollDeadlinePolicy doing so for every request of the poll.
 func WithUsage(ctx context.Context) (context.Context, *Usage) {
 	u := &Usage{}
+	if deadline, ok := ctx.Deadline(); ok {
+		ctx = withPollDeadline(ctx, deadline)
+	}
 	return context.WithValue(ctx, usageKey{}, u), u
 }
