@@ -277,6 +277,9 @@ func TestDocumentsReplyMatchesMarshal(t *testing.T) {
 		for i := range raw {
 			raw[i], _ = json.Marshal(docs[i])
 		}
+		if n == len(docs) {
+			raw = append(raw, nil) // an item whose encoding failed
+		}
 		for _, rid := range []string{"AbCdEf==", "we<ird>\"rid"} {
 			want, err := json.Marshal(map[string]any{"_rid": rid, "Documents": raw, "_count": len(raw)})
 			if err != nil {

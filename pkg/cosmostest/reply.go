@@ -87,7 +87,7 @@ func documentsReply(charge float64, rid string, docs []json.RawMessage) *reply {
 		return errorReply(http.StatusInternalServerError, 0, "InternalServerError", "encode response: "+err.Error())
 	}
 	count := strconv.Itoa(len(docs))
-	size := len(`{"Documents":[],"_count":,"_rid":}`) + len(docs) + len(count) + len(ridJSON)
+	size := len(`{"Documents":[],"_count":,"_rid":}`) + len(docs)*len("null,") + len(count) + len(ridJSON)
 	for _, d := range docs {
 		size += len(d)
 	}
@@ -96,6 +96,9 @@ func documentsReply(charge float64, rid string, docs []json.RawMessage) *reply {
 	for i, d := range docs {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if d == nil {
+			d = json.RawMessage("null") // as json.Marshal writes a nil RawMessage
 		}
 		b = append(b, d...)
 	}
