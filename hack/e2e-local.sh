@@ -329,7 +329,10 @@ start keda-adapter "${keda_env[@]}" "$bin/keda-adapter" \
 wait_for "APIService v1beta1.external.metrics.k8s.io Available" 90 \
 	in_ns kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.external.metrics.k8s.io
 done_step
-echo "    control plane and KEDA up $(($(date +%s) - script_start))s after start"
+# Nothing of the run may listen outside the namespace.
+outside=$(ss -ltnH 2>/dev/null | awk '{print $4}' | grep -E ':(2379|2380|6443|8081|8082|9666|10257|18080|18081|18083)$')
+[ -z "$outside" ] || fail "listening outside the namespace: $outside"
+echo "    control plane and KEDA up $(($(date +%s) - script_start))s after start; nothing listens outside $netns"
 
 # --- 9. the tests -----------------------------------------------------------------
 step "go test -tags e2elocal ./tests/local/"
@@ -354,6 +357,11 @@ fi
 if grep -qF "$cosmos_key" "$logs"/keda-*.log "$logs/test.log"; then
 	fail "the account key appears in KEDA's or the tests' output"
 fi
+# Evidence that KEDA ran this repository's scaler: its V(1) line per poll.
+polls=$(grep -c 'change feed lag estimated' "$logs/keda-operator.log")
+splits=$(grep -c 'stale parent lease' "$logs/keda-operator.log")
+echo "    KEDA operator: $polls polls logged by this scaler (\"change feed lag estimated\"), $splits stale-parent notices"
+[ "$polls" -gt 0 ] || fail "the KEDA operator never logged this scaler's per-poll line"
 done_step
 status=0
 exit 0

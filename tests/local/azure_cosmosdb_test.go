@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/resource"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -168,6 +170,8 @@ spec:
 
 func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 	ctx := context.Background()
+	// The in-process scaler logs through controller-runtime, as in KEDA.
+	logf.SetLogger(funcr.New(func(prefix, args string) { t.Log("scaler:", prefix, args) }, funcr.Options{}))
 	account, err := cosmosAccountFromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +212,13 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 		},
 	})
 	t.Logf("%s applied Secret, TriggerAuthentications, Deployments and ScaledObjects", k.elapsed())
+	timelineCtx, stopTimeline := context.WithCancel(ctx)
+	timelineDone := make(chan struct{})
+	go func() {
+		defer close(timelineDone)
+		k.recordTimeline(timelineCtx, t, namespace, "orders", "orders-key", "orders-badkey")
+	}()
+	defer func() { stopTimeline(); <-timelineDone }()
 
 	t.Run("stays at zero without lag", func(t *testing.T) {
 		k.holdReplicas(t, namespace, "orders", 0, 15*time.Second)

@@ -123,6 +123,28 @@ func (c *cluster) holdReplicas(t *testing.T, ns, deployment string, want int32, 
 	t.Logf("%s %s held %d replicas for %v", c.elapsed(), deployment, want, period)
 }
 
+// recordTimeline logs every change of the Deployments' spec.replicas until
+// ctx ends: the scaling timeline of the whole run, in one place.
+func (c *cluster) recordTimeline(ctx context.Context, t *testing.T, ns string, deployments ...string) {
+	last := map[string]int32{}
+	for ctx.Err() == nil {
+		for _, d := range deployments {
+			got, err := c.replicas(ctx, ns, d)
+			if err != nil {
+				continue
+			}
+			if prev, seen := last[d]; !seen || prev != got {
+				t.Logf("timeline %s %-14s replicas %d", c.elapsed(), d, got)
+				last[d] = got
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // externalMetric reads one metric through the aggregated API, the way the
 // HPA controller does.
 func (c *cluster) externalMetric(ctx context.Context, ns, metric, scaledObject string) (v1beta1.ExternalMetricValueList, error) {
