@@ -213,6 +213,8 @@ func startCosmosServer(o serveOptions) (srv *cosmostest.Server, err error) {
 		cosmostest.WithAddress(o.addr),
 		cosmostest.WithKey(o.key),
 		cosmostest.WithAccountName(o.account),
+		// A standalone server runs for hours; nothing reads its request log.
+		cosmostest.WithRequestLogLimit(1000),
 	), nil
 }
 

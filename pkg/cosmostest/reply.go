@@ -13,8 +13,8 @@ import (
 // are written in Go's canonical form, so http.Header's Get and Set use them
 // as they are instead of allocating a canonicalised copy on every call (the
 // wire is the same: net/http always sends canonical names). The lower-case
-// ones are also quoted in error messages; lookups of the one read on every
-// change feed request go through keyPartitionKeyRangeID.
+// ones are also quoted in error messages; requests are read through the
+// canonical key… constants below.
 const (
 	hdrActivityID          = "X-Ms-Activity-Id"
 	hdrRequestCharge       = "X-Ms-Request-Charge"
@@ -39,6 +39,8 @@ const (
 	hdrContentLength       = "Content-Length"
 
 	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
+	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
+	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
 )
 
 // Request charges are plausible constants; nothing in the project depends on

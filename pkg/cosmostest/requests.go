@@ -123,6 +123,12 @@ func (s *Server) record(rec Request, status int) {
 	rec.Status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if limit := s.cfg.requestLog; limit > 0 && len(s.requests) >= 2*limit {
+		// Drop the older half in one copy: amortised O(1) per request.
+		n := copy(s.requests, s.requests[len(s.requests)-limit:])
+		clear(s.requests[n:])
+		s.requests = s.requests[:n]
+	}
 	s.requests = append(s.requests, rec)
 }
 

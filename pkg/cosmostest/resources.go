@@ -92,7 +92,7 @@ func (s *Server) containerReply(dbID, collID string) *reply {
 // one value; [{}] stands for an undefined (missing) value. ok is false when
 // the header is absent.
 func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := r.Header.Get(hdrPartitionKey)
+	raw := r.Header.Get(keyPartitionKey)
 	if raw == "" {
 		return nil, false, nil
 	}
@@ -281,7 +281,7 @@ func (s *Server) deleteReply(r *http.Request, dbID, collID, itemID string) *repl
 // maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
 // size of 100; explicit values are honoured up to 1000.
 func maxItemCount(r *http.Request) (int, *reply) {
-	raw := r.Header.Get(hdrMaxItemCount)
+	raw := r.Header.Get(keyMaxItemCount)
 	if raw == "" {
 		return 100, nil
 	}

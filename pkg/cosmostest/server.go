@@ -51,6 +51,7 @@ type config struct {
 	key           string
 	tokenVerifier func(token string) error
 	maxClockSkew  time.Duration
+	requestLog    int // entries kept; 0 keeps all
 }
 
 // Option configures a Server.
@@ -81,6 +82,12 @@ func WithTokenVerifier(v func(token string) error) Option {
 // WithMaxClockSkew sets how far x-ms-date may be from the server clock (default 15 minutes,
 // the window the real service allows).
 func WithMaxClockSkew(d time.Duration) Option { return func(c *config) { c.maxClockSkew = d } }
+
+// WithRequestLogLimit keeps only the most recent n requests (at least n, at
+// most 2n) in the request log, so that a long-running server (cosmoslag
+// serve) does not grow without bound. The default, 0, keeps every request,
+// as tests that count requests need.
+func WithRequestLogLimit(n int) Option { return func(c *config) { c.requestLog = n } }
 
 // NewServer starts a plain HTTP server on 127.0.0.1 with a random port (or
 // on WithAddress). It panics if the key option is not valid base64 or the
@@ -255,7 +262,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Kind:    kind,
 		Method:  r.Method,
 		Path:    r.URL.Path,
-		RangeID: r.Header.Get(hdrPartitionKeyRangeID),
+		RangeID: r.Header.Get(keyPartitionKeyRangeID),
 		Header:  redactedHeader(r.Header),
 		At:      time.Now(),
 	}

@@ -56,3 +56,28 @@ func TestTwoServersAreTwoAccounts(t *testing.T) {
 		t.Errorf("counts a=%d b=%d", a.Count(""), b.Count(""))
 	}
 }
+
+func TestRequestLogLimitKeepsTheMostRecentRequests(t *testing.T) {
+	s := NewServer(WithRequestLogLimit(3))
+	defer s.Close()
+	s.CreateDatabase("db")
+	for i := 0; i < 10; i++ {
+		resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
+		wantStatus(t, resp, raw, http.StatusOK)
+	}
+	resp, raw := call(t, s, http.MethodGet, "/dbs/missing", nil, nil)
+	wantStatus(t, resp, raw, http.StatusNotFound)
+
+	log := s.Requests()
+	if len(log) < 3 || len(log) > 6 {
+		t.Fatalf("log holds %d requests, want between 3 and 6 (limit 3)", len(log))
+	}
+	if last := log[len(log)-1]; last.Path != "/dbs/missing" || last.Status != http.StatusNotFound {
+		t.Errorf("last logged request %s %d, want the most recent one (/dbs/missing 404)", last.Path, last.Status)
+	}
+	for i := 1; i < len(log); i++ {
+		if log[i].At.Before(log[i-1].At) {
+			t.Errorf("log out of order at %d", i)
+		}
+	}
+}
