@@ -1,11 +1,9 @@
 package account
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -121,7 +119,7 @@ func NewClient(a *Account, opts ClientOptions) *Client {
 		}))
 	}
 	pl := runtime.NewPipeline("azcosmos-keda-scaler", "v1", runtime.PipelineOptions{PerCall: []policy.Policy{pollDeadlinePolicy{}}, PerRetry: perRetry}, &policy.ClientOptions{
-		Transport: opts.Transport,
+		Transport: boundedTransport{next: opts.Transport},
 		Retry:     retry,
 		Logging:   policy.LogOptions{IncludeBody: false},
 	})
@@ -146,7 +144,14 @@ func (c *Client) ResourceURL(segments ...string) string {
 
 // NewRequestURL builds a request for a URL returned by ResourceURL.
 func (c *Client) NewRequestURL(ctx context.Context, method, resourceURL string) (*policy.Request, error) {
-	return runtime.NewRequest(ctx, method, resourceURL)
+	req, err := runtime.NewRequest(ctx, method, resourceURL)
+	if err != nil {
+		return nil, err
+	}
+	// boundedTransport has read the body already, under the cap; azcore's
+	// own download would copy it once more.
+	runtime.SkipBodyDownload(req)
+	return req, nil
 }
 
 // Do sends req. A status outside ok becomes a *ResponseError naming operation;
@@ -163,30 +168,17 @@ func (c *Client) Do(req *policy.Request, operation string, ok ...int) (*http.Res
 	return resp, nil
 }
 
-// ReadBody reads a response body, refusing more than MaxResponseBytes, and closes it.
+// ReadBody returns a response body, at most MaxResponseBytes of it, and
+// closes it. Bodies of this package's pipeline are already in memory (see
+// boundedTransport); others are read here under the same cap.
 func ReadBody(resp *http.Response, operation string) ([]byte, error) {
 	defer resp.Body.Close()
-	// One byte past the cap tells an oversize body from one exactly at it.
-	limited := io.LimitReader(resp.Body, MaxResponseBytes+1)
-	var body []byte
-	var err error
-	if n := resp.ContentLength; n >= 0 && n <= MaxResponseBytes {
-		// The length is announced: read into one buffer of that size (plus
-		// the room ReadFrom wants to see the end) instead of io.ReadAll's
-		// growing series of buffers and final copy. A wrong announcement
-		// only costs a reallocation; the cap below still applies.
-		var buf bytes.Buffer
-		buf.Grow(int(n) + bytes.MinRead)
-		_, err = buf.ReadFrom(limited)
-		body = buf.Bytes()
-	} else {
-		body, err = io.ReadAll(limited)
+	if b, ok := resp.Body.(*bufferedBody); ok {
+		return b.unread(), nil
 	}
+	body, err := readCapped(resp.Body, resp.ContentLength)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading response: %w", operation, err)
-	}
-	if len(body) > MaxResponseBytes {
-		return nil, fmt.Errorf("%s: response larger than %d bytes", operation, MaxResponseBytes)
+		return nil, fmt.Errorf("%s: %w", operation, err)
 	}
 	return body, nil
 }
