@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -112,7 +111,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	// Cosmos DB requests share KEDA's transport; GlobalHTTPTimeout bounds each try.
-	clientOptions := account.ClientOptions{Transport: &http.Client{Transport: httpClient.Transport}, TryTimeout: httpClient.Timeout}
+	clientOptions := account.ClientOptions{Transport: account.RoundTripperTransport{RoundTripper: httpClient.Transport}, TryTimeout: httpClient.Timeout}
 	return &azureCosmosDBScaler{
 		metricType: metricType,
 		metadata:   meta,

@@ -30,6 +30,18 @@ type ClientOptions struct {
 	Now func() time.Time
 }
 
+// RoundTripperTransport sends each try straight through an http.RoundTripper
+// (KEDA's shared transport), skipping http.Client: its redirect following
+// and per-request bookkeeping cost CPU on every lease read, and Cosmos DB
+// never redirects; a redirect is returned as the error it is, instead of
+// carrying a signed request to another host.
+type RoundTripperTransport struct{ http.RoundTripper }
+
+// Do sends one request.
+func (t RoundTripperTransport) Do(req *http.Request) (*http.Response, error) {
+	return t.RoundTrip(req)
+}
+
 // DefaultRetry keeps retries well inside one polling interval: a poll must
 // fail visibly rather than hang while KEDA waits. Transport errors (dropped
 // connections) and 408, 429, 449, 500, 502, 503, 504 are retried up to three
