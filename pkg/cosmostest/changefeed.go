@@ -108,7 +108,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		after = n
 	}
 
-	all := c.itemsByLSNLocked()
+	all := c.itemsOfRangeLocked(pr)
 	start := sort.Search(len(all), func(i int) bool { return all[i].lsn > after })
 	var changed []*item
 	for _, it := range all[start:] {

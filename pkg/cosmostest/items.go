@@ -226,7 +226,7 @@ func (c *Container) writeLocked(doc map[string]any, mode writeMode) (map[string]
 	doc["_ts"] = float64(time.Now().Unix())
 	doc["_lsn"] = float64(r.lsn)
 	c.items[id] = &item{doc: doc, epk: epk, lsn: r.lsn}
-	c.byID, c.byLSN = nil, nil
+	c.byID, c.byLSN, c.byRange = nil, nil, nil
 	return mustCopy(doc), nil
 }
 
@@ -237,7 +237,7 @@ func (c *Container) deleteLocked(id string) bool {
 	}
 	c.rangeForEPKLocked(it.epk).lsn++
 	delete(c.items, id)
-	c.byID, c.byLSN = nil, nil
+	c.byID, c.byLSN, c.byRange = nil, nil, nil
 	return true
 }
 
@@ -252,6 +252,22 @@ func (c *Container) sortedItemsLocked() []*item {
 		sort.Slice(c.byID, func(i, j int) bool { return c.byID[i].id() < c.byID[j].id() })
 	}
 	return c.byID
+}
+
+// itemsOfRangeLocked returns the items stored in live range r, ordered like
+// itemsByLSNLocked. The index is built in one pass over all items and kept
+// until the next write, split or merge, so a poll that reads the change feed
+// of every range costs O(items), not O(items × ranges): at 10,000 leases the
+// scan of every item per read dominated the benchmark's server time.
+func (c *Container) itemsOfRangeLocked(r *pkRange) []*item {
+	if c.byRange == nil {
+		c.byRange = make(map[*pkRange][]*item, len(c.ranges))
+		for _, it := range c.itemsByLSNLocked() {
+			owner := c.rangeForEPKLocked(it.epk)
+			c.byRange[owner] = append(c.byRange[owner], it)
+		}
+	}
+	return c.byRange[r]
 }
 
 // itemsByLSNLocked returns the items ordered by _lsn, then id (LSN sequences

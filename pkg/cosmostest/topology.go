@@ -35,9 +35,10 @@ type Container struct {
 	nextRangeID int
 	topology    int64 // bumped on split/merge; the pkranges etag
 
-	items    map[string]*item // by id (ids are unique per container here)
-	byID     []*item          // cached order for queries; nil after a write
-	byLSN    []*item          // cached order for the change feed; nil after a write
+	items    map[string]*item     // by id (ids are unique per container here)
+	byID     []*item              // cached order for queries; nil after a write
+	byLSN    []*item              // cached order for the change feed; nil after a write
+	byRange  map[*pkRange][]*item // byLSN split by live range; nil after a write, split or merge
 	itemSeq  int64
 	genSeq   int64               // for generated item ids and partition key values
 	sparePKs map[string][]string // partition key values already known to hash into a range, by range id
@@ -163,6 +164,7 @@ func (c *Container) addRangeLocked(lower, upper string, parents []string, lsn in
 	b = binary.BigEndian.AppendUint64(b, uint64(c.nextRangeID))
 	r.rid = strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 	c.allRanges[id] = r
+	c.byRange = nil
 	// Keep c.ranges sorted by min with one insertion, not a sort per range:
 	// containers with thousands of ranges are created for benchmarks.
 	at := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i].min >= lower })
@@ -260,6 +262,7 @@ func (c *Container) Merge(leftID, rightID string) (PartitionKeyRange, error) {
 
 func (c *Container) retireLocked(p *pkRange) {
 	p.gone = true
+	c.byRange = nil
 	for i, r := range c.ranges {
 		if r == p {
 			c.ranges = append(c.ranges[:i], c.ranges[i+1:]...)
