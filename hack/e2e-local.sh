@@ -85,7 +85,6 @@ cleanup() {
 		done
 		ip netns delete "$netns" 2>/dev/null
 	fi
-	rm -rf "/etc/netns/$netns"
 	wait 2>/dev/null
 	if [ "$code" = 0 ] && [ "${E2E_LOCAL_KEEP:-0}" != 1 ]; then
 		rm -rf "$work"
@@ -120,6 +119,15 @@ if ! command -v etcd >/dev/null; then
 	apt-get install -y etcd-server >"$logs/apt-etcd.log" 2>&1 || fail "apt-get install etcd-server (log: $logs/apt-etcd.log)"
 fi
 echo "    $(go version); $(etcd --version | head -1); cache $cache"
+# A run killed with SIGKILL cannot tear down; its namespace (named after its
+# pid) is cleaned up here once that pid is gone.
+for stale in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^kedacosmos-e2e-[0-9]+$'); do
+	kill -0 "${stale##*-}" 2>/dev/null && continue
+	echo "    removing the namespace $stale of an earlier run that did not tear down"
+	stale_pids=$(ip netns pids "$stale" 2>/dev/null)
+	[ -z "$stale_pids" ] || kill -KILL $stale_pids 2>/dev/null
+	ip netns delete "$stale" 2>/dev/null
+done
 done_step
 
 # --- 2. control plane binaries --------------------------------------------------
