@@ -80,8 +80,6 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitBadArgs
 	}
 	switch {
-	case fs.NArg() > 0:
-		return bad("unexpected argument %q", fs.Arg(0))
 	case o.file == "":
 		return bad("-f scaledobject.yaml is required (see --help)")
 	case o.output != "table" && o.output != "json":

@@ -118,10 +118,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cosmoslag demo: unexpected argument %q\n", fs.Arg(0))
-		return exitBadArgs
-	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
 		return exitBadArgs

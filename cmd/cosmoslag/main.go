@@ -96,7 +96,8 @@ func usage(w io.Writer) {
 
 // parseFlags parses a subcommand's flags. --help prints usage on stdout
 // (exit 0); a bad flag prints the flag package's message and a hint on
-// stderr (exit 2). ok is false when the command must stop with code.
+// stderr (exit 2), as does a positional argument. ok is false when the
+// command must stop with code.
 func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
@@ -107,6 +108,10 @@ func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, 
 		return exitOK, false
 	case err != nil:
 		fmt.Fprintf(stderr, "Run \"%s --help\" for usage.\n", fs.Name())
+		return exitBadArgs, false
+	case fs.NArg() > 0:
+		// No subcommand takes positional arguments.
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return exitBadArgs, false
 	}
 	return exitOK, true

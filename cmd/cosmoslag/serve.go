@@ -141,10 +141,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cosmoslag serve: unexpected argument %q\n", fs.Arg(0))
-		return exitBadArgs
-	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(stderr, "cosmoslag serve: %v\n", err)
 		return exitBadArgs
