@@ -3,11 +3,30 @@ package scalers
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+)
+
+// benchLeaseCounts are the processor sizes both benchmarks measure.
+var benchLeaseCounts = []int{1, 100, 1000, 10000}
+
+// Goroutines started under these pprof labels inherit them, so a CPU profile
+// of the benchmark (-cpuprofile) splits into the scaler's side and the
+// embedded server's: go tool pprof -tagfocus side=client (or side=server).
+// The runtime's own work (GC workers) carries neither.
+var (
+	serverSide = pprof.Labels("side", "server")
+	clientSide = pprof.Labels("side", "client")
 )
 
 // benchLatency is the latency added to every request: 2 ms, or
@@ -28,9 +47,10 @@ func benchLatency(b *testing.B) time.Duration {
 // counts. Every lease has pending work, so every read returns an item.
 // Reported: time per poll, requests per poll, allocations per poll.
 func BenchmarkCosmosDBPoll(b *testing.B) {
-	for _, leases := range []int{1, 100, 1000, 10000} {
+	for _, leases := range benchLeaseCounts {
 		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
-			srv := cosmostest.NewServer()
+			var srv *cosmostest.Server
+			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer() })
 			defer srv.Close()
 			if _, err := srv.LaggingProcessor("orders-processor", leases, 3); err != nil {
 				b.Fatal(err)
@@ -60,12 +80,103 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			polls := 0
-			for b.Loop() {
-				pollOnce()
-				polls++
-			}
+			pprof.Do(context.Background(), clientSide, func(context.Context) {
+				for b.Loop() {
+					pollOnce()
+					polls++
+				}
+			})
 			b.StopTimer()
 			b.ReportMetric(float64(len(srv.Requests()))/float64(polls), "requests/poll")
+		})
+	}
+}
+
+// BenchmarkHTTPFloor is the reference for BenchmarkCosmosDBPoll: the same
+// shape of poll (the lease-query pages one after another, then one request
+// per lease with lag.DefaultConcurrency in flight), the same added latency
+// and a response of the same size, but a bare net/http client and a server
+// that only waits and answers. No signing, retries, Cosmos DB logic or
+// decoding on either side: what is left is the cost of HTTP/1.1 itself in
+// this process on this machine, which no scaler can go below. The gap
+// between the two benchmarks is what the scaler and the embedded server add.
+func BenchmarkHTTPFloor(b *testing.B) {
+	body := []byte(`{"_rid":"bW9uaXRvcmVk","Documents":[{"customerId":"c-0000","id":"order-000000","_rid":"bW9uaXRvcmVkAQAAAAAAAA==","_self":"dbs/appdb/colls/orders/docs/order-000000","_etag":"\"00000000-0000-0000-0000-000000000000\"","_attachments":"attachments/","_ts":1764489600,"_lsn":2}],"_count":1}`)
+	for _, leases := range benchLeaseCounts {
+		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
+			latency := benchLatency(b)
+			var srv *httptest.Server
+			pprof.Do(context.Background(), serverSide, func(context.Context) {
+				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					t := time.NewTimer(latency)
+					defer t.Stop()
+					select {
+					case <-t.C:
+					case <-r.Context().Done():
+						return
+					}
+					h := w.Header()
+					h.Set("Content-Type", "application/json")
+					h.Set("Etag", `"3"`)
+					h.Set("X-Ms-Session-Token", "0:-1#3")
+					h.Set("X-Ms-Request-Charge", "1")
+					w.Write(body)
+				}))
+			})
+			defer srv.Close()
+			transport := &http.Transport{MaxIdleConnsPerHost: 1000}
+			defer transport.CloseIdleConnections()
+			send := func() {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+"/dbs/appdb/colls/orders/docs", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("A-Im", "Incremental feed")
+				req.Header.Set("If-None-Match", `"1"`)
+				req.Header.Set("X-Ms-Max-Item-Count", "1")
+				req.Header.Set("X-Ms-Documentdb-Partitionkeyrangeid", "0")
+				req.Header.Set("X-Ms-Version", "2020-11-05")
+				req.Header.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
+				req.Header.Set("Authorization", "type%3Dmaster%26ver%3D1.0%26sig%3DAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%3D")
+				resp, err := transport.RoundTrip(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			// The lease container holds the leases plus the processor's
+			// .info and .lock documents, served lease.MaxPageSize a page.
+			pages := (leases + 2 + lease.MaxPageSize - 1) / lease.MaxPageSize
+			poll := func() {
+				for range pages {
+					send()
+				}
+				work := make(chan struct{})
+				var wg sync.WaitGroup
+				for range min(leases, lag.DefaultConcurrency) {
+					wg.Go(func() {
+						for range work {
+							send()
+						}
+					})
+				}
+				for range leases {
+					work <- struct{}{}
+				}
+				close(work)
+				wg.Wait()
+			}
+			poll() // open the connections
+			b.ReportAllocs()
+			b.ResetTimer()
+			pprof.Do(context.Background(), clientSide, func(context.Context) {
+				for b.Loop() {
+					poll()
+				}
+			})
+			b.ReportMetric(float64(pages+leases), "requests/poll")
 		})
 	}
 }

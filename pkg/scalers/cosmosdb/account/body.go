@@ -62,26 +62,40 @@ func (responseTooLargeError) NonRetriable() {}
 // readCapped reads r to the end, refusing more than MaxResponseBytes.
 // contentLength is the announced length, or -1.
 func readCapped(r io.Reader, contentLength int64) ([]byte, error) {
-	// One byte past the cap tells an oversize body from one exactly at it.
-	limited := io.LimitReader(r, MaxResponseBytes+1)
-	var body []byte
-	var err error
 	if contentLength >= 0 && contentLength <= MaxResponseBytes {
-		// The length is announced: read into one buffer of that size (plus
-		// the room ReadFrom wants to see the end) instead of io.ReadAll's
-		// growing series of buffers and final copy. A wrong announcement
-		// only costs a reallocation; the cap still applies.
-		var buf bytes.Buffer
-		buf.Grow(int(contentLength) + bytes.MinRead)
-		_, err = buf.ReadFrom(limited)
-		body = buf.Bytes()
-	} else {
-		body, err = io.ReadAll(limited)
+		// The length is announced (always, for Cosmos DB): read it into one
+		// buffer of exactly that size, then make sure nothing follows. A
+		// short body is an error like any cut connection; a longer one than
+		// announced falls through to the capped read below.
+		body := make([]byte, contentLength)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, fmt.Errorf("reading response: %w", err)
+		}
+		var probe [1]byte
+		n, err := r.Read(probe[:])
+		if n == 0 && err == io.EOF {
+			return body, nil
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("reading response: %w", err)
+		}
+		rest, err := readUnannounced(io.MultiReader(bytes.NewReader(probe[:n]), r), MaxResponseBytes-int64(len(body)))
+		if err != nil {
+			return nil, err
+		}
+		return append(body, rest...), nil
 	}
+	return readUnannounced(r, MaxResponseBytes)
+}
+
+// readUnannounced reads r to the end, refusing more than limit bytes.
+func readUnannounced(r io.Reader, limit int64) ([]byte, error) {
+	// One byte past the limit tells an oversize body from one exactly at it.
+	body, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading response: %w", err)
 	}
-	if len(body) > MaxResponseBytes {
+	if int64(len(body)) > limit {
 		return nil, responseTooLargeError{}
 	}
 	return body, nil

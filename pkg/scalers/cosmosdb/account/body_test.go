@@ -118,3 +118,26 @@ func TestABodyCutOnEveryTryFailsAfterTheRetries(t *testing.T) {
 		t.Errorf("%d tries, want %d", tries, want)
 	}
 }
+
+func TestABodyLongerThanAnnouncedIsReadWholeUnderTheCap(t *testing.T) {
+	const doc = `{"id":"d","_rid":"abc="}`
+	tr := &scriptedTransport{responses: []func() *http.Response{
+		func() *http.Response { return okResponse(strings.NewReader(doc), 4) },
+	}}
+	got, err := getBody(t, testClient(t, tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != doc {
+		t.Errorf("body %q, want %q: nothing past the announced length may be dropped", got, doc)
+	}
+
+	body := &endless{}
+	tr = &scriptedTransport{responses: []func() *http.Response{func() *http.Response { return okResponse(body, 10) }}}
+	if _, err := getBody(t, testClient(t, tr)); err == nil || !strings.Contains(err.Error(), "response larger than 16777216 bytes") {
+		t.Fatalf("err = %v, want the cap: an announced length does not lift it", err)
+	}
+	if read := body.read.Load(); read > MaxResponseBytes+64<<10 {
+		t.Errorf("read %d bytes of an endless body announced as 10, want the cap (%d) and little more", read, MaxResponseBytes)
+	}
+}
