@@ -27,6 +27,8 @@ const (
 	bearerAuthzStart = "Bearer "
 )
 
+var apiVersionValue = []string{apiVersion}
+
 // tryPolicy runs once per try, before the request is signed (the bearer-token
 // policy follows it for Entra ID; with an account key it signs itself):
 //
@@ -53,10 +55,13 @@ func (p tryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	u, _ := req.Raw().Context().Value(usageKey{}).(*Usage)
 	raw := req.Raw()
 	date := p.dates.format(p.now())
-	raw.Header.Set(headerVersion, apiVersion)
-	raw.Header.Set(headerDate, date)
+	// The value slices are shared by every request that carries the same
+	// value (Header.Set would allocate one per request); nothing mutates a
+	// header value in place, only replaces it.
+	raw.Header[headerVersion] = apiVersionValue
+	raw.Header[headerDate] = date
 	if p.key != nil {
-		raw.Header.Set(headerAuthz, p.sigs.authorization(p.key, raw.Method, raw.URL.Path, date))
+		raw.Header[headerAuthz] = p.sigs.authorization(p.key, raw.Method, raw.URL.Path, date[0])
 	}
 	resp, err := req.Next()
 	if u != nil {
@@ -69,19 +74,20 @@ func (p tryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// dateCache remembers the RFC 1123 text of the last second it formatted.
+// dateCache remembers the RFC 1123 text of the last second it formatted, as
+// a header value.
 type dateCache struct {
 	mu   sync.Mutex
 	unix int64
-	text string
+	text []string
 }
 
-func (c *dateCache) format(t time.Time) string {
+func (c *dateCache) format(t time.Time) []string {
 	t = t.UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.text == "" || t.Unix() != c.unix {
-		c.unix, c.text = t.Unix(), t.Format(http.TimeFormat)
+	if c.text == nil || t.Unix() != c.unix {
+		c.unix, c.text = t.Unix(), []string{t.Format(http.TimeFormat)}
 	}
 	return c.text
 }
@@ -89,17 +95,18 @@ func (c *dateCache) format(t time.Time) string {
 // signatureCache remembers the last master-key Authorization value; it is a
 // pure function of the key (fixed per client), verb, path and date.
 type signatureCache struct {
-	mu                       sync.Mutex
-	verb, path, date, header string
+	mu               sync.Mutex
+	verb, path, date string
+	header           []string
 }
 
-func (c *signatureCache) authorization(key []byte, verb, path, date string) string {
+func (c *signatureCache) authorization(key []byte, verb, path, date string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.header == "" || verb != c.verb || path != c.path || date != c.date {
+	if c.header == nil || verb != c.verb || path != c.path || date != c.date {
 		resourceType, resourceLink := resourceOf(path)
 		c.verb, c.path, c.date = verb, path, date
-		c.header = signMasterKey(key, verb, resourceType, resourceLink, date)
+		c.header = []string{signMasterKey(key, verb, resourceType, resourceLink, date)}
 	}
 	return c.header
 }

@@ -93,6 +93,12 @@ func (r *Reader) resolve(ctx context.Context, l lease.Lease) (target, error) {
 	return target{rangeID: pk.ID, min: l.Min, max: l.Max}, nil
 }
 
+var (
+	incrementalFeed = []string{"Incremental feed"}
+	oneItem         = []string{"1"}
+	epkRangeKey     = []string{"EffectivePartitionKeyRange"}
+)
+
 type feedPage struct {
 	Documents []struct {
 		LSN json.RawMessage `json:"_lsn"`
@@ -106,13 +112,15 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 	}
 	// Canonical header names: Set stores them as they are instead of
 	// allocating a canonicalised copy per request (the wire is the same).
+	// Constant values share one slice across requests; nothing mutates a
+	// header value in place.
 	h := req.Raw().Header
-	h.Set("A-Im", "Incremental feed")
+	h["A-Im"] = incrementalFeed
 	h.Set("If-None-Match", l.Continuation)
-	h.Set("X-Ms-Max-Item-Count", "1")
+	h["X-Ms-Max-Item-Count"] = oneItem
 	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", t.rangeID)
 	if t.min != "" || t.max != "" {
-		h.Set("X-Ms-Read-Key-Type", "EffectivePartitionKeyRange")
+		h["X-Ms-Read-Key-Type"] = epkRangeKey
 		h.Set("X-Ms-Start-Epk", t.min)
 		h.Set("X-Ms-End-Epk", t.max)
 	}
