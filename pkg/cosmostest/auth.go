@@ -14,9 +14,12 @@ import (
 )
 
 // authorize checks the Authorization header the way the service does.
+// raw is the request's Authorization value (the log redacts the header).
 // Error messages never contain the key, the expected signature or a token.
-func (s *Server) authorize(r *http.Request) error {
-	raw := r.Header.Get("Authorization")
+func (s *Server) authorize(r *http.Request, raw string) error {
+	if s.acceptedBefore(raw, r) {
+		return nil
+	}
 	if raw == "" {
 		return errors.New("required Authorization header is missing")
 	}
@@ -33,7 +36,7 @@ func (s *Server) authorize(r *http.Request) error {
 	}
 	switch typ {
 	case "master":
-		return s.verifyMasterKey(r, sig)
+		return s.verifyMasterKey(r, raw, sig)
 	case "aad":
 		if s.cfg.tokenVerifier == nil {
 			return errors.New("the account does not accept Entra ID (aad) authorization")
@@ -44,6 +47,55 @@ func (s *Server) authorize(r *http.Request) error {
 		return nil
 	}
 	return fmt.Errorf("unsupported authorization type %q", typ)
+}
+
+// acceptedAuth remembers the last master-key Authorization a server
+// accepted, with the verb, path and date it was signed for. A client's
+// concurrent requests to one path share that value for a whole second (the
+// date is signed at one-second resolution), so most of them are accepted
+// after comparing a few strings and checking the clock skew again, instead of
+// decoding, parsing and verifying the same signature once more. The result of
+// a signature check depends only on these inputs and the server's key, so a
+// hit answers exactly as the full check would; failures are never cached.
+type acceptedAuth struct {
+	mu                      sync.Mutex
+	raw, method, path, date string
+	at                      time.Time // date, parsed
+}
+
+func requestDate(r *http.Request) string {
+	if date := headerValue(r.Header, hdrDate); date != "" {
+		return date
+	}
+	return headerValue(r.Header, "Date")
+}
+
+// acceptedBefore reports whether raw is the Authorization value last
+// accepted for r's verb, path and date, and that date is still within the
+// allowed clock skew.
+func (s *Server) acceptedBefore(raw string, r *http.Request) bool {
+	if raw == "" {
+		return false
+	}
+	date := requestDate(r)
+	a := &s.lastAuth
+	a.mu.Lock()
+	hit := a.raw == raw && a.method == r.Method && a.path == r.URL.Path && a.date == date
+	at := a.at
+	a.mu.Unlock()
+	return hit && withinSkew(at, s.cfg.maxClockSkew)
+}
+
+func withinSkew(t time.Time, maxSkew time.Duration) bool {
+	skew := time.Since(t)
+	return skew <= maxSkew && -skew <= maxSkew
+}
+
+func (s *Server) rememberAccepted(raw, method, path, date string, at time.Time) {
+	a := &s.lastAuth
+	a.mu.Lock()
+	a.raw, a.method, a.path, a.date, a.at = raw, method, path, date, at
+	a.mu.Unlock()
 }
 
 // parseAuthorization splits "type=..&ver=..&sig=.." without treating '+' in
@@ -69,11 +121,8 @@ func parseAuthorization(s string) (typ, ver, sig string, err error) {
 	return typ, ver, sig, nil
 }
 
-func (s *Server) verifyMasterKey(r *http.Request, sig string) error {
-	date := r.Header.Get(hdrDate)
-	if date == "" {
-		date = r.Header.Get("Date")
-	}
+func (s *Server) verifyMasterKey(r *http.Request, raw, sig string) error {
+	date := requestDate(r)
 	if date == "" {
 		return errors.New("the request has neither an x-ms-date nor a Date header")
 	}
@@ -81,7 +130,7 @@ func (s *Server) verifyMasterKey(r *http.Request, sig string) error {
 	if err != nil {
 		return fmt.Errorf("the date header %q is not in RFC 1123 format", date)
 	}
-	if skew := time.Since(t); skew > s.cfg.maxClockSkew || -skew > s.cfg.maxClockSkew {
+	if !withinSkew(t, s.cfg.maxClockSkew) {
 		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, s.cfg.maxClockSkew)
 	}
 	got, err := base64.StdEncoding.DecodeString(sig)
@@ -94,6 +143,7 @@ func (s *Server) verifyMasterKey(r *http.Request, sig string) error {
 		return fmt.Errorf("the input authorization token can't serve the request; the payload to sign was %q",
 			stringToSign(r.Method, resType, link, date))
 	}
+	s.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
 	return nil
 }
 

@@ -26,7 +26,27 @@ const (
 )
 
 func (s *Server) sessionTokenLocked(r *pkRange) string {
+	switch s.sessionForm {
+	case SessionTokenSimple, SessionTokenVersioned:
+		// What the general form below builds, in one allocation.
+		var buf [64]byte
+		b := append(buf[:0], r.id...)
+		b = append(b, ':')
+		if s.sessionForm == SessionTokenVersioned {
+			b = append(b, "-1#"...)
+		}
+		return string(strconv.AppendInt(b, r.lsn, 10))
+	}
 	return r.id + ":" + formatSessionLSN(s.sessionForm, r.lsn)
+}
+
+// quotedLSN is the LSN in quotes, the etag of a change feed position and the
+// continuation of a lease (built in one allocation).
+func quotedLSN(lsn int64) string {
+	var buf [24]byte
+	b := append(buf[:0], '"')
+	b = strconv.AppendInt(b, lsn, 10)
+	return string(append(b, '"'))
 }
 
 func formatSessionLSN(f SessionTokenForm, lsn int64) string {
@@ -64,7 +84,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := r.Header.Get(keyPartitionKeyRangeID)
+	rangeID := headerValue(r.Header, keyPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
 		known, ok := c.allRanges[rangeID]
@@ -83,8 +103,8 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		return badRequest("a change feed read needs the %s or the %s header", hdrPartitionKeyRangeID, hdrPartitionKey)
 	}
 
-	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {
-		start, end := r.Header.Get(hdrStartEPK), r.Header.Get(hdrEndEPK)
+	if strings.EqualFold(headerValue(r.Header, hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := headerValue(r.Header, hdrStartEPK), headerValue(r.Header, hdrEndEPK)
 		if end == "" || start >= end {
 			return badRequest("the EPK range [%q, %q) is empty", start, end)
 		}
@@ -94,12 +114,12 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		lo, hi = start, end
 	}
 
-	inm := r.Header.Get("If-None-Match")
+	inm := headerValue(r.Header, "If-None-Match")
 	var after int64
 	switch inm {
 	case "":
 	case "*":
-		return notModified(`"`+strconv.FormatInt(pr.lsn, 10)+`"`, s.sessionTokenLocked(pr))
+		return notModified(quotedLSN(pr.lsn), s.sessionTokenLocked(pr))
 	default:
 		n, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 		if err != nil || n < 0 {
@@ -123,7 +143,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	if len(changed) == 0 {
 		etag := inm
 		if etag == "" {
-			etag = `"` + strconv.FormatInt(pr.lsn, 10) + `"`
+			etag = quotedLSN(pr.lsn)
 		}
 		return notModified(etag, s.sessionTokenLocked(pr))
 	}
@@ -132,17 +152,17 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		docs[i] = it.feedDocument()
 	}
 	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
-	out.header.Set("etag", `"`+strconv.FormatInt(changed[len(changed)-1].lsn, 10)+`"`)
-	out.header.Set(hdrSessionToken, s.sessionTokenLocked(pr))
-	out.header.Set(hdrItemCount, strconv.Itoa(len(docs)))
+	out.set(hdrETag, quotedLSN(changed[len(changed)-1].lsn))
+	out.set(hdrSessionToken, s.sessionTokenLocked(pr))
+	out.set(hdrItemCount, strconv.Itoa(len(docs)))
 	return out
 }
 
 func notModified(etag, sessionToken string) *reply {
 	out := newReply(http.StatusNotModified, chargeChangeFeed)
-	out.header.Set("etag", etag)
-	out.header.Set(hdrSessionToken, sessionToken)
-	out.header.Set(hdrItemCount, "0")
+	out.set(hdrETag, etag)
+	out.set(hdrSessionToken, sessionToken)
+	out.set(hdrItemCount, "0")
 	return out
 }
 
@@ -157,9 +177,9 @@ func (s *Server) pkRangesReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if r.Header.Get("If-None-Match") == etag {
+	if headerValue(r.Header, "If-None-Match") == etag {
 		out := newReply(http.StatusNotModified, chargeMetadata)
-		out.header.Set("etag", etag)
+		out.set(hdrETag, etag)
 		return out
 	}
 	list := make([]map[string]any, len(c.ranges))
@@ -186,7 +206,7 @@ func (s *Server) pkRangesReply(r *http.Request, dbID, collID string) *reply {
 		"PartitionKeyRanges": list,
 		"_count":             len(list),
 	})
-	out.header.Set("etag", etag)
-	out.header.Set(hdrItemCount, strconv.Itoa(len(list)))
+	out.set(hdrETag, etag)
+	out.set(hdrItemCount, strconv.Itoa(len(list)))
 	return out
 }

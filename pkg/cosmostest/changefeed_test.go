@@ -280,7 +280,7 @@ func TestDocumentsReplyMatchesMarshal(t *testing.T) {
 		if n == len(docs) {
 			raw = append(raw, nil) // an item whose encoding failed
 		}
-		for _, rid := range []string{"AbCdEf==", "we<ird>\"rid"} {
+		for _, rid := range []string{"AbCdEf==", "", "we<ird>\"rid", "a&b", "back\\slash", "tab\tnl\n", "del\x7f", "é\u2028", "bad\xff"} {
 			want, err := json.Marshal(map[string]any{"_rid": rid, "Documents": raw, "_count": len(raw)})
 			if err != nil {
 				t.Fatal(err)

@@ -118,11 +118,12 @@ func faultReply(f Fault) *reply {
 		msg = "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later (injected)"
 	}
 	rep := errorReply(f.Status, f.SubStatus, code, msg)
+	h := rep.headerMap()
 	for k, v := range f.Header {
-		rep.header[k] = append([]string{}, v...)
+		h[k] = append([]string{}, v...)
 	}
 	if f.Status == http.StatusTooManyRequests || f.RetryAfter > 0 {
-		rep.header.Set(hdrRetryAfterMs, strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
+		h.Set(hdrRetryAfterMs, strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
 	}
 	return rep
 }
@@ -134,8 +135,9 @@ func customReply(f Fault) *reply {
 	}
 	rep := newReply(status, chargeQuery)
 	rep.body = f.Body
+	h := rep.headerMap()
 	for k, v := range f.Header {
-		rep.header[k] = append([]string{}, v...)
+		h[k] = append([]string{}, v...)
 	}
 	return rep
 }

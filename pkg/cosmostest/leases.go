@@ -358,8 +358,6 @@ func (p *Processor) continuationLSN(doc map[string]any) (*int64, error) {
 	return &n, nil
 }
 
-func quotedLSN(lsn int64) string { return `"` + strconv.FormatInt(lsn, 10) + `"` }
-
 // The Java v4 processor stores its change feed state as Base64 of this JSON.
 type javaState struct {
 	V            int              `json:"V"`

@@ -35,7 +35,7 @@ type queryParameter struct {
 type idPredicate func(id string) bool
 
 func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
+	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
 	}
 	body, rep := readBody(r)
@@ -55,7 +55,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 	after := ""
-	if tok := r.Header.Get(hdrContinuation); tok != "" {
+	if tok := headerValue(r.Header, hdrContinuation); tok != "" {
 		after, err = decodeQueryContinuation(tok)
 		if err != nil {
 			return badRequest("invalid continuation token for this query")
@@ -76,7 +76,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
 	scopeRanges := c.ranges
-	switch rangeID := r.Header.Get(keyPartitionKeyRangeID); {
+	switch rangeID := headerValue(r.Header, keyPartitionKeyRangeID); {
 	case hasPK:
 		epk := epkOf(pkValue)
 		inScope = func(it *item) bool { return it.epk == epk }
@@ -120,14 +120,14 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 	}
 	out := documentsReply(chargeQuery, c.rid, page)
 	if more {
-		out.header.Set(hdrContinuation, encodeQueryContinuation(lastID))
+		out.set(hdrContinuation, encodeQueryContinuation(lastID))
 	}
 	tokens := make([]string, len(scopeRanges))
 	for i, pr := range scopeRanges {
 		tokens[i] = s.sessionTokenLocked(pr)
 	}
-	out.header.Set(hdrSessionToken, strings.Join(tokens, ","))
-	out.header.Set(hdrItemCount, strconv.Itoa(len(page)))
+	out.set(hdrSessionToken, strings.Join(tokens, ","))
+	out.set(hdrItemCount, strconv.Itoa(len(page)))
 	return out
 }
 

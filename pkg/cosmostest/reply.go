@@ -37,11 +37,22 @@ const (
 	hdrPrefer              = "Prefer"
 	hdrContentType         = "Content-Type"
 	hdrContentLength       = "Content-Length"
+	hdrETag                = "Etag"
 
 	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
 	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
 	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
 )
+
+// headerValue is h.Get(key) for a key in canonical form, without Get's
+// canonicalisation pass over the key (which scans and validates it on every
+// call). Only use it with the canonical names above (TestHeaderKeysCanonical).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // Request charges are plausible constants; nothing in the project depends on
 // their exact values, only on the header being present.
@@ -55,15 +66,54 @@ const (
 
 // reply is a fully computed answer. Handlers build one under the server lock;
 // it is recorded and then written without holding the lock.
+//
+// Handlers set their few response headers with set, which keeps them in
+// fields (no map, no canonicalisation); headerMap turns them into a map for
+// the rare replies that need one (faults with custom headers).
 type reply struct {
-	status int
-	header http.Header
-	body   []byte
-	charge float64
+	status  int
+	fields  [4]headerField // the first nfields are set
+	nfields int
+	header  http.Header // nil unless headerMap was called; then it holds every header
+	body    []byte
+	charge  float64
 }
 
+type headerField struct{ key, value string }
+
 func newReply(status int, charge float64) *reply {
-	return &reply{status: status, header: http.Header{}, charge: charge}
+	return &reply{status: status, charge: charge}
+}
+
+// set is Header.Set for a key already in canonical form.
+func (rep *reply) set(key, value string) {
+	if rep.header == nil {
+		for i := range rep.fields[:rep.nfields] {
+			if rep.fields[i].key == key {
+				rep.fields[i].value = value
+				return
+			}
+		}
+		if rep.nfields < len(rep.fields) {
+			rep.fields[rep.nfields] = headerField{key, value}
+			rep.nfields++
+			return
+		}
+	}
+	rep.headerMap()[key] = []string{value}
+}
+
+// headerMap moves the headers set so far into a map and returns it; later
+// sets go to the map too.
+func (rep *reply) headerMap() http.Header {
+	if rep.header == nil {
+		rep.header = make(http.Header, rep.nfields+2)
+		for _, f := range rep.fields[:rep.nfields] {
+			rep.header[f.key] = []string{f.value}
+		}
+		rep.nfields = 0
+	}
+	return rep.header
 }
 
 func jsonReply(status int, charge float64, v any) *reply {
@@ -84,12 +134,15 @@ func jsonReply(status int, charge float64, v any) *reply {
 // form: re-validating every document of every page through json.RawMessage
 // was a sizeable share of the server's CPU per request.
 func documentsReply(charge float64, rid string, docs []json.RawMessage) *reply {
-	ridJSON, err := json.Marshal(rid)
-	if err != nil {
-		return errorReply(http.StatusInternalServerError, 0, "InternalServerError", "encode response: "+err.Error())
+	var ridJSON []byte
+	if !isPlainJSONString(rid) {
+		var err error
+		if ridJSON, err = json.Marshal(rid); err != nil {
+			return errorReply(http.StatusInternalServerError, 0, "InternalServerError", "encode response: "+err.Error())
+		}
 	}
 	count := strconv.Itoa(len(docs))
-	size := len(`{"Documents":[],"_count":,"_rid":}`) + len(docs)*len("null,") + len(count) + len(ridJSON)
+	size := len(`{"Documents":[],"_count":,"_rid":""}`) + len(docs)*len("null,") + len(count) + len(rid) + len(ridJSON)
 	for _, d := range docs {
 		size += len(d)
 	}
@@ -107,11 +160,30 @@ func documentsReply(charge float64, rid string, docs []json.RawMessage) *reply {
 	b = append(b, `],"_count":`...)
 	b = append(b, count...)
 	b = append(b, `,"_rid":`...)
-	b = append(b, ridJSON...)
+	if ridJSON == nil {
+		b = append(b, '"')
+		b = append(b, rid...)
+		b = append(b, '"')
+	} else {
+		b = append(b, ridJSON...)
+	}
 	b = append(b, '}')
 	rep := newReply(http.StatusOK, charge)
 	rep.body = b
 	return rep
+}
+
+// isPlainJSONString reports whether json.Marshal encodes s as s in quotes:
+// printable ASCII without quotes, backslashes or HTML characters, as every
+// resource id the server makes.
+func isPlainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // cosmosError is the error body shape of the service.
@@ -123,7 +195,7 @@ type cosmosError struct {
 func errorReply(status, subStatus int, code, message string) *reply {
 	rep := newReply(status, 0)
 	if subStatus != 0 {
-		rep.header.Set(hdrSubStatus, strconv.Itoa(subStatus))
+		rep.set(hdrSubStatus, strconv.Itoa(subStatus))
 	}
 	rep.body, _ = json.Marshal(cosmosError{Code: code, Message: message})
 	return rep
@@ -153,24 +225,50 @@ const (
 	subStatusCompletingSplit       = 1007
 )
 
+// chargeStrings are the formatted request charges of the constant charges.
+var chargeStrings = func() map[float64]string {
+	m := map[float64]string{}
+	for _, c := range []float64{0, chargePointRead, chargeWrite, chargeQuery, chargeChangeFeed, chargeMetadata} {
+		m[c] = strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	return m
+}()
+
+func formatCharge(c float64) string {
+	if s, ok := chargeStrings[c]; ok {
+		return s
+	}
+	return strconv.FormatFloat(c, 'f', -1, 64)
+}
+
 func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	for k, v := range rep.header {
 		h[k] = v
 	}
-	if h.Get(hdrContentType) == "" {
-		h.Set(hdrContentType, "application/json")
+	// The values of the headers set here share one allocation, as
+	// Header.Clone does; each gets a slice of capacity 1 of it.
+	vals := make([]string, 0, rep.nfields+4)
+	put := func(key, value string) {
+		vals = append(vals, value)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	if h.Get(hdrRequestCharge) == "" {
-		h.Set(hdrRequestCharge, strconv.FormatFloat(rep.charge, 'f', -1, 64))
+	for _, f := range rep.fields[:rep.nfields] {
+		put(f.key, f.value)
 	}
-	if id := r.Header.Get(hdrActivityID); id != "" {
-		h.Set(hdrActivityID, id)
+	if v := h[hdrContentType]; len(v) == 0 || v[0] == "" {
+		put(hdrContentType, "application/json")
+	}
+	if v := h[hdrRequestCharge]; len(v) == 0 || v[0] == "" {
+		put(hdrRequestCharge, formatCharge(rep.charge))
+	}
+	if id := headerValue(r.Header, hdrActivityID); id != "" {
+		put(hdrActivityID, id)
 	} else {
-		h.Set(hdrActivityID, newActivityID())
+		put(hdrActivityID, newActivityID())
 	}
 	if rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent {
-		h.Set(hdrContentLength, strconv.Itoa(len(rep.body)))
+		put(hdrContentLength, strconv.Itoa(len(rep.body)))
 	}
 	w.WriteHeader(rep.status)
 	if rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent && r.Method != http.MethodHead {

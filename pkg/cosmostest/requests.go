@@ -30,7 +30,7 @@ const (
 	KindOther      RequestKind = "other"
 )
 
-// Request is one entry of the request log. Header is a copy of the request
+// Request is one entry of the request log. Header holds the request
 // headers with the Authorization signature or token removed.
 type Request struct {
 	Kind    RequestKind
@@ -42,8 +42,8 @@ type Request struct {
 	At      time.Time
 }
 
-func classify(r *http.Request) RequestKind {
-	segs := pathSegments(r.URL.Path)
+// classify needs the path's segments (splitPath of r.URL.Path).
+func classify(r *http.Request, segs []string) RequestKind {
 	n := len(segs)
 	switch {
 	case n == 0:
@@ -62,7 +62,7 @@ func classify(r *http.Request) RequestKind {
 			}
 			return KindCreate
 		case http.MethodGet:
-			if strings.EqualFold(r.Header.Get(hdrAIM), "Incremental feed") {
+			if strings.EqualFold(headerValue(r.Header, hdrAIM), "Incremental feed") {
 				return KindChangeFeed
 			}
 			return KindReadFeed
@@ -81,19 +81,29 @@ func classify(r *http.Request) RequestKind {
 }
 
 func isQuery(r *http.Request) bool {
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	return strings.EqualFold(r.Header.Get(hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+	ct := strings.ToLower(headerValue(r.Header, "Content-Type"))
+	return strings.EqualFold(headerValue(r.Header, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
 }
 
-// redactedHeader copies h, keeping only the type and version of the
-// Authorization header so that neither keys' signatures nor tokens end up in
-// logs or test output.
-func redactedHeader(h http.Header) http.Header {
-	c := h.Clone()
-	if a := c.Get("Authorization"); a != "" {
-		c.Set("Authorization", redactedAuthorization(a))
+// redactAuthorization redacts the Authorization header of a request in
+// place, keeping only the type and version so that neither keys' signatures
+// nor tokens end up in logs or test output, and returns the original value
+// (as Header.Get would) for the authorization check. The request log keeps
+// the request's own header map instead of a copy: net/http hands every
+// request a fresh map and never writes to it once the handler runs, and the
+// handlers only read it, so the log sees exactly what a copy would hold.
+func redactAuthorization(h http.Header) string {
+	v := h["Authorization"]
+	if len(v) == 0 || v[0] == "" {
+		return ""
 	}
-	return c
+	raw := v[0]
+	if len(v) == 1 {
+		v[0] = redactedAuthorization(raw)
+	} else {
+		h["Authorization"] = []string{redactedAuthorization(raw)} // as Header.Set
+	}
+	return raw
 }
 
 // lastRedacted memoises redactedAuthorization for the last value seen: a

@@ -92,7 +92,7 @@ func (s *Server) containerReply(dbID, collID string) *reply {
 // one value; [{}] stands for an undefined (missing) value. ok is false when
 // the header is absent.
 func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := r.Header.Get(keyPartitionKey)
+	raw := headerValue(r.Header, keyPartitionKey)
 	if raw == "" {
 		return nil, false, nil
 	}
@@ -150,7 +150,7 @@ func (s *Server) createReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 	mode := writeCreate
-	if strings.EqualFold(r.Header.Get(hdrIsUpsert), "true") {
+	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
 	return s.write(r, dbID, collID, "", doc, mode)
@@ -191,7 +191,7 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 	}
 	id, _ := doc["id"].(string)
 	old, existed := c.items[id]
-	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && mode != writeCreate {
+	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && mode != writeCreate {
 		if !existed || old.doc["_etag"] != ifMatch {
 			if mode == writeReplace && !existed {
 				return notFound("item " + id + " does not exist")
@@ -214,13 +214,13 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 		status = http.StatusCreated
 	}
 	var out *reply
-	if strings.EqualFold(r.Header.Get(hdrPrefer), "return=minimal") {
+	if strings.EqualFold(headerValue(r.Header, hdrPrefer), "return=minimal") {
 		out = newReply(status, chargeWrite)
 	} else {
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
 	}
-	out.header.Set("etag", stored["_etag"].(string))
-	out.header.Set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
+	out.set(hdrETag, stored["_etag"].(string))
+	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
 	return out
 }
 
@@ -242,14 +242,14 @@ func (s *Server) readItemReply(r *http.Request, dbID, collID, itemID string) *re
 		return notFound("Entity with the specified id does not exist in the system.")
 	}
 	etag := it.doc["_etag"].(string)
-	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
 		out := newReply(http.StatusNotModified, chargePointRead)
-		out.header.Set("etag", etag)
+		out.set(hdrETag, etag)
 		return out
 	}
 	out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
-	out.header.Set("etag", etag)
-	out.header.Set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	out.set(hdrETag, etag)
+	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 	return out
 }
 
@@ -268,20 +268,20 @@ func (s *Server) deleteReply(r *http.Request, dbID, collID, itemID string) *repl
 	if !ok || it.epk != epk {
 		return notFound("Entity with the specified id does not exist in the system.")
 	}
-	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
+	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
 		return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
 			"the operation specified an etag that is different from the version available at the server")
 	}
 	c.deleteLocked(itemID)
 	out := newReply(http.StatusNoContent, chargeWrite)
-	out.header.Set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 	return out
 }
 
 // maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
 // size of 100; explicit values are honoured up to 1000.
 func maxItemCount(r *http.Request) (int, *reply) {
-	raw := r.Header.Get(keyMaxItemCount)
+	raw := headerValue(r.Header, keyMaxItemCount)
 	if raw == "" {
 		return 100, nil
 	}

@@ -43,6 +43,8 @@ type Server struct {
 	latency     time.Duration
 	faults      []*activeFault
 	requests    []Request
+
+	lastAuth acceptedAuth // guarded by its own lock
 }
 
 type config struct {
@@ -257,13 +259,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
-	kind := classify(r)
+	var segBuf [8]string
+	segs := splitPath(r.URL.Path, segBuf[:0])
+	kind := classify(r, segs)
+	authorization := redactAuthorization(r.Header)
 	rec := Request{
 		Kind:    kind,
 		Method:  r.Method,
 		Path:    r.URL.Path,
-		RangeID: r.Header.Get(keyPartitionKeyRangeID),
-		Header:  redactedHeader(r.Header),
+		RangeID: headerValue(r.Header, keyPartitionKeyRangeID),
+		Header:  r.Header,
 		At:      time.Now(),
 	}
 
@@ -309,10 +314,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var rep *reply
-	if err := s.authorize(r); err != nil {
+	if err := s.authorize(r, authorization); err != nil {
 		rep = errorReply(http.StatusUnauthorized, 0, "Unauthorized", err.Error())
 	} else {
-		rep = s.route(r, kind)
+		rep = s.route(r, kind, segs)
 	}
 	s.record(rec, rep.status)
 	rep.write(w, r)
@@ -331,8 +336,7 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 // route dispatches an authorized request to its handler by path shape.
-func (s *Server) route(r *http.Request, kind RequestKind) *reply {
-	segs := pathSegments(r.URL.Path)
+func (s *Server) route(r *http.Request, kind RequestKind, segs []string) *reply {
 	switch {
 	case len(segs) == 0:
 		if r.Method != http.MethodGet {
@@ -381,12 +385,24 @@ func (s *Server) route(r *http.Request, kind RequestKind) *reply {
 	return notFound("unknown resource " + r.URL.Path)
 }
 
-func pathSegments(p string) []string {
+func pathSegments(p string) []string { return splitPath(p, nil) }
+
+// splitPath appends the segments of p to buf: strings.Split of p without its
+// leading and trailing slashes (nothing for an empty path). With a buffer on
+// the caller's stack, the common paths split without allocating.
+func splitPath(p string, buf []string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
-		return nil
+		return buf
 	}
-	return strings.Split(p, "/")
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		buf = append(buf, seg)
+		if !more {
+			return buf
+		}
+		p = rest
+	}
 }
 
 // lookup finds a container by database and container id (or _rid), under s.mu.

@@ -81,3 +81,18 @@ func TestRequestLogLimitKeepsTheMostRecentRequests(t *testing.T) {
 		}
 	}
 }
+
+// headerValue and reply.set skip canonicalisation, so the names they are
+// used with must already be canonical.
+func TestHeaderKeysCanonical(t *testing.T) {
+	for _, k := range []string{
+		hdrActivityID, hdrRequestCharge, hdrSessionToken, hdrSubStatus, hdrRetryAfterMs, hdrContinuation,
+		hdrItemCount, hdrIsQuery, hdrIsUpsert, hdrReadKeyType, hdrStartEPK, hdrEndEPK, hdrAIM, hdrDate,
+		hdrPrefer, hdrContentType, hdrContentLength, hdrETag, keyPartitionKeyRangeID, keyPartitionKey,
+		keyMaxItemCount, "Content-Type", "Date", "If-Match", "If-None-Match", "Authorization",
+	} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+}
