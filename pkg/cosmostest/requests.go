@@ -133,32 +133,79 @@ func (s *Server) record(rec Request, status int) {
 	rec.Status = status
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if limit := s.cfg.requestLog; limit > 0 && len(s.requests) >= 2*limit {
+	if limit := s.cfg.requestLog; limit > 0 && s.requests.n >= 2*limit {
 		// Drop the older half in one copy: amortised O(1) per request.
-		n := copy(s.requests, s.requests[len(s.requests)-limit:])
-		clear(s.requests[n:])
-		s.requests = s.requests[:n]
+		s.requests.keepLast(limit)
 	}
-	s.requests = append(s.requests, rec)
+	s.requests.add(rec)
+}
+
+// requestLog holds the logged requests in chunks, so that a long log grows
+// without copying every entry again each time it doubles (and without the
+// garbage the copies leave behind).
+type requestLog struct {
+	chunks [][]Request // all full but the last
+	n      int
+}
+
+const (
+	firstLogChunk = 16
+	maxLogChunk   = 1024
+)
+
+func (l *requestLog) add(r Request) {
+	if k := len(l.chunks); k == 0 || len(l.chunks[k-1]) == cap(l.chunks[k-1]) {
+		// Chunks double in size up to maxLogChunk entries.
+		size := min(max(l.n, firstLogChunk), maxLogChunk)
+		l.chunks = append(l.chunks, make([]Request, 0, size))
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, r)
+	l.n++
+}
+
+// appendTo appends the log's entries to out, oldest first.
+func (l *requestLog) appendTo(out []Request) []Request {
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// keepLast drops all but the newest n entries.
+func (l *requestLog) keepLast(n int) {
+	kept, skip := make([]Request, 0, n), l.n-n
+	for _, c := range l.chunks {
+		if skip >= len(c) {
+			skip -= len(c)
+			continue
+		}
+		kept = append(kept, c[skip:]...)
+		skip = 0
+	}
+	*l = requestLog{chunks: [][]Request{kept}, n: len(kept)}
 }
 
 // Requests returns a copy of the request log in arrival order of answers.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	copy(out, s.requests)
-	return out
+	return s.requests.appendTo(make([]Request, 0, s.requests.n))
 }
 
 // Count is the number of logged requests of a kind ("" counts all).
 func (s *Server) Count(kind RequestKind) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if kind == "" {
+		return s.requests.n
+	}
 	n := 0
-	for _, r := range s.requests {
-		if kind == "" || r.Kind == kind {
-			n++
+	for _, c := range s.requests.chunks {
+		for _, r := range c {
+			if r.Kind == kind {
+				n++
+			}
 		}
 	}
 	return n
@@ -168,5 +215,5 @@ func (s *Server) Count(kind RequestKind) int {
 func (s *Server) ResetRequests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = nil
+	s.requests = requestLog{}
 }

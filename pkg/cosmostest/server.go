@@ -42,7 +42,7 @@ type Server struct {
 	sessionForm SessionTokenForm
 	latency     time.Duration
 	faults      []*activeFault
-	requests    []Request
+	requests    requestLog
 
 	lastAuth acceptedAuth // guarded by its own lock
 }

@@ -3,6 +3,7 @@ package cosmostest
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,43 @@ func TestHeaderKeysCanonical(t *testing.T) {
 	} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+}
+
+// The chunked request log keeps arrival order across chunks and, with a
+// limit, between limit and 2*limit of the newest entries.
+func TestRequestLogChunks(t *testing.T) {
+	for _, limit := range []int{0, 1, 5, 16, 100, 3000} {
+		s := &Server{cfg: config{requestLog: limit}}
+		const total = 5000
+		for i := 0; i < total; i++ {
+			kind := KindQuery
+			if i%3 == 0 {
+				kind = KindChangeFeed
+			}
+			s.record(Request{Kind: kind, RangeID: strconv.Itoa(i)}, http.StatusOK)
+		}
+		log := s.Requests()
+		if limit == 0 && len(log) != total || limit > 0 && (len(log) < limit || len(log) > 2*limit) {
+			t.Fatalf("limit %d: %d entries", limit, len(log))
+		}
+		changeFeed := 0
+		for i, r := range log {
+			if want := strconv.Itoa(total - len(log) + i); r.RangeID != want || r.Status != http.StatusOK {
+				t.Fatalf("limit %d: entry %d is %q (status %d), want %q", limit, i, r.RangeID, r.Status, want)
+			}
+			if r.Kind == KindChangeFeed {
+				changeFeed++
+			}
+		}
+		if s.Count("") != len(log) || s.Count(KindChangeFeed) != changeFeed || s.Count(KindQuery) != len(log)-changeFeed {
+			t.Errorf("limit %d: counts %d/%d/%d for %d entries, %d change feed", limit,
+				s.Count(""), s.Count(KindChangeFeed), s.Count(KindQuery), len(log), changeFeed)
+		}
+		s.ResetRequests()
+		if s.Count("") != 0 || len(s.Requests()) != 0 {
+			t.Errorf("limit %d: log not empty after ResetRequests", limit)
 		}
 	}
 }
