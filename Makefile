@@ -21,7 +21,7 @@ demo:
 
 ## bench: our scaler alone, 1 to 10,000 leases, 2 ms per request (COSMOSDB_BENCH_LATENCY to change)
 bench:
-	$(GO) test -run '^$$' -bench CosmosDBPoll -benchtime 10x -benchmem ./pkg/scalers/
+	$(GO) test -run '^$$' -bench 'CosmosDBPoll|HTTPFloor' -benchtime 10x -benchmem ./pkg/scalers/
 
 ## bench-compare: ours and KEDA v2.21.0's scaler side by side (own module; compiles all of KEDA's scalers)
 bench-compare:

@@ -98,11 +98,10 @@ func redactAuthorization(h http.Header) string {
 		return ""
 	}
 	raw := v[0]
-	if len(v) == 1 {
-		v[0] = redactedAuthorization(raw)
-	} else {
-		h["Authorization"] = []string{redactedAuthorization(raw)} // as Header.Set
-	}
+	// Replace the value slice rather than write into it: a client may share
+	// one slice across requests (this project's does), and an in-process
+	// transport would hand the server that very slice.
+	h["Authorization"] = []string{redactedAuthorization(raw)} // as Header.Set
 	return raw
 }
 
