@@ -19,7 +19,7 @@ lint:
 demo:
 	$(GO) run ./cmd/cosmoslag demo
 
-## bench: our scaler alone, 1 to 10,000 leases, 2 ms per request (COSMOSDB_BENCH_LATENCY to change)
+## bench: our scaler alone and the bare-HTTP floor of the same poll, 1 to 10,000 leases, 2 ms per request (COSMOSDB_BENCH_LATENCY to change)
 bench:
 	$(GO) test -run '^$$' -bench 'CosmosDBPoll|HTTPFloor' -benchtime 10x -benchmem ./pkg/scalers/
 
