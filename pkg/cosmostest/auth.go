@@ -137,35 +137,14 @@ func (s *Server) verifyMasterKey(r *http.Request, raw, sig string) error {
 	if err != nil {
 		return errors.New("the signature is not valid base64")
 	}
-	if want := s.expectedMAC(r.Method, r.URL.Path, date); !hmac.Equal(got, want[:]) {
+	resType, link := resourceTypeAndLink(r.URL.Path)
+	if want := masterKeyMAC(s.keyBytes, r.Method, resType, link, date); !hmac.Equal(got, want[:]) {
 		// Like the service, name the string that was signed (it holds no secret).
-		resType, link := resourceTypeAndLink(r.URL.Path)
 		return fmt.Errorf("the input authorization token can't serve the request; the payload to sign was %q",
 			stringToSign(r.Method, resType, link, date))
 	}
 	s.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
 	return nil
-}
-
-// lastMAC memoises the last expected master-key signature. The concurrent
-// requests of a client share verb, path and (one-second) date, so most of
-// them find it here instead of hashing again; a miss (another server, path or
-// second) only costs the computation.
-var lastMAC struct {
-	sync.Mutex
-	key, method, path, date string
-	mac                     [sha256.Size]byte
-}
-
-func (s *Server) expectedMAC(method, path, date string) [sha256.Size]byte {
-	lastMAC.Lock()
-	defer lastMAC.Unlock()
-	if lastMAC.key != s.cfg.key || lastMAC.method != method || lastMAC.path != path || lastMAC.date != date {
-		resType, link := resourceTypeAndLink(path)
-		lastMAC.key, lastMAC.method, lastMAC.path, lastMAC.date = s.cfg.key, method, path, date
-		lastMAC.mac = masterKeyMAC(s.keyBytes, method, resType, link, date)
-	}
-	return lastMAC.mac
 }
 
 // resourceTypeAndLink derives the resource type and link that are signed.
