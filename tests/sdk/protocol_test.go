@@ -34,7 +34,7 @@ var scalerOnly = map[string]string{}
 // valueMayDiffer are protocol headers both send with legitimately different
 // values, with the reason.
 var valueMayDiffer = map[string]string{
-	"x-ms-version": "each client speaks its own REST API version (JS 4.10.1: 2020-07-15; scaler and azcosmos v1.5.0: 2020-11-05)",
+	"x-ms-version":        "each client speaks its own REST API version (JS 4.10.1: 2020-07-15; scaler and azcosmos v1.5.0: 2020-11-05)",
 	"x-ms-max-item-count": "the lease query's page size is the client's choice (scaler 1000, the capture 2)",
 }
 
@@ -195,4 +195,3 @@ func formatHeaders(h map[string]string) string {
 	}
 	return b.String()
 }
-
