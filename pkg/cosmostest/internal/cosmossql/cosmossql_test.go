@@ -42,12 +42,12 @@ func TestWhereSelectsTheItemsTheServiceWould(t *testing.T) {
 		{"SELECT * FROM c", []string{"a", "b", "c", "d"}},
 		{"SELECT * FROM c WHERE c.s = @s", []string{"b"}},
 		{"SELECT * FROM c WHERE c.n >= @n", []string{"b", "c"}},
-		{"SELECT * FROM c WHERE c.n != 1", []string{"b", "c"}},                    // d has no n: undefined, dropped
-		{"SELECT * FROM c WHERE c.n <> 1", []string{"b", "c"}},                    // the other spelling
-		{"SELECT * FROM c WHERE c.o.k = 1", []string{"a"}},                        // nested path
-		{"SELECT * FROM c WHERE c['o']['k'] = '3'", []string{"c"}},                // bracket path, type-strict
-		{"SELECT * FROM c WHERE c.n < 'x'", nil},                                  // mixed types are undefined
-		{"SELECT * FROM c WHERE NOT (c.n < 'x')", nil},                            // NOT undefined is undefined
+		{"SELECT * FROM c WHERE c.n != 1", []string{"b", "c"}},     // d has no n: undefined, dropped
+		{"SELECT * FROM c WHERE c.n <> 1", []string{"b", "c"}},     // the other spelling
+		{"SELECT * FROM c WHERE c.o.k = 1", []string{"a"}},         // nested path
+		{"SELECT * FROM c WHERE c['o']['k'] = '3'", []string{"c"}}, // bracket path, type-strict
+		{"SELECT * FROM c WHERE c.n < 'x'", nil},                   // mixed types are undefined
+		{"SELECT * FROM c WHERE NOT (c.n < 'x')", nil},             // NOT undefined is undefined
 		{"SELECT * FROM c WHERE (c.n = 1 OR c.n = 3) AND NOT c.s = 'alpha'", []string{"c"}},
 		{"SELECT * FROM c WHERE c.n = 1 OR c.missing = 1", []string{"a"}}, // true OR undefined
 		{"SELECT * FROM c WHERE STARTSWITH(c.id, 'a')", []string{"a"}},

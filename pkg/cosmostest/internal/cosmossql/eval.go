@@ -237,7 +237,9 @@ func (c compareExpr) eval(doc map[string]any) any {
 	return cmp >= 0
 }
 
-func (c compareExpr) String() string { return "(" + c.l.String() + " " + c.op + " " + c.r.String() + ")" }
+func (c compareExpr) String() string {
+	return "(" + c.l.String() + " " + c.op + " " + c.r.String() + ")"
+}
 
 type inExpr struct {
 	e    expr
