@@ -57,7 +57,7 @@ func config(srv *cosmostest.Server) *scalersconfig.ScalerConfig {
 func BenchmarkPoll(b *testing.B) {
 	for _, leases := range []int{1, 100, 1000, 10000} {
 		srv := cosmostest.NewServer()
-		if _, err := srv.LaggingProcessor("orders-processor", leases, 3); err != nil {
+		if _, err := srv.LaggingLeases("orders-processor", leases, 3); err != nil {
 			b.Fatal(err)
 		}
 		srv.SetLatency(2 * time.Millisecond)

@@ -85,7 +85,7 @@ func (b *syncBuffer) String() string {
 type fixture struct {
 	t       *testing.T
 	cosmos  *cosmostest.Server
-	proc    *cosmostest.Processor
+	proc    *cosmostest.LeaseWriter
 	srv     *server
 	client  pb.ExternalScalerClient
 	conn    *grpc.ClientConn
@@ -110,7 +110,7 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 	t.Helper()
 	cosmos := cosmostest.NewServer()
 	t.Cleanup(cosmos.Close) // registered first: runs last
-	proc, err := cosmos.LaggingProcessor("orders-processor", 4, 30)
+	proc, err := cosmos.LaggingLeases("orders-processor", 4, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (l *logLines) waitFor(t *testing.T, msg string) map[string]any {
 func TestCommandServesAndStopsOnSIGTERM(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingProcessor("orders-processor", 4, 30); err != nil {
+	if _, err := cosmos.LaggingLeases("orders-processor", 4, 30); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "--address", "127.0.0.1:0", "--health-address", "127.0.0.1:0", "--log-level", "debug", "--shutdown-timeout", "5s")

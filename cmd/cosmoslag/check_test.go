@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
@@ -115,7 +116,7 @@ func newTestAccount(t *testing.T) *cosmostest.Server {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewProcessor("order-projector", data, leases, cosmostest.DotNetV0)
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.DotNetV0)
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewProcessor("order-projector", data, leases, cosmostest.JavaV1EPK)
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.JavaV1)
 	tokens, err := proc.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)

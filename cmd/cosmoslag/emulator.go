@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // The sample the embedded server holds for check --emulator: a monitored
@@ -36,7 +37,7 @@ func startEmulator(meta map[string]string) (*cosmostest.Server, error) {
 	srv := cosmostest.NewServer()
 	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(emulatorBacklog))
 	leases := srv.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
-	proc := cosmostest.NewProcessor(processor, data, leases, cosmostest.DotNetV0)
+	proc := cosmostest.NewLeaseWriter(processor, data, leases, lease.DotNetV0)
 	if err := fillEmulator(data, proc); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("--emulator: preparing the sample: %w", err)
@@ -44,7 +45,7 @@ func startEmulator(meta map[string]string) (*cosmostest.Server, error) {
 	return srv, nil
 }
 
-func fillEmulator(data *cosmostest.Container, proc *cosmostest.Processor) error {
+func fillEmulator(data *cosmostest.Container, proc *cosmostest.LeaseWriter) error {
 	for _, b := range emulatorBacklog {
 		if err := data.WriteItemsToRange(b.rangeID, 10); err != nil { // history before the checkpoint
 			return err

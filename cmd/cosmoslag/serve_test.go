@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in different
@@ -209,19 +211,7 @@ func (s *served) cosmos(t *testing.T, method, path string, hdr map[string]string
 	return resp, raw
 }
 
-type testRange struct {
-	ID           string   `json:"id"`
-	MinInclusive string   `json:"minInclusive"`
-	MaxExclusive string   `json:"maxExclusive"`
-	Parents      []string `json:"parents"`
-}
-
-type testContainer struct {
-	Database, ID, RID string
-	Ranges            []testRange
-}
-
-func rangeIDs(rs []testRange) []string {
+func rangeIDs(rs []control.Range) []string {
 	ids := make([]string, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
@@ -253,7 +243,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	}
 
 	// Containers: created, then returned unchanged.
-	var items, again, leases testContainer
+	var items, again, leases control.Container
 	s.controlJSON(t, http.MethodPost, "/control/containers",
 		map[string]any{"database": "e2e", "id": "items", "partitionKeyPath": "/pk", "ranges": 4}, http.StatusCreated, &items)
 	if items.Database != "e2e" || items.ID != "items" || items.RID == "" ||
@@ -277,11 +267,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	}
 
 	// The processor's first leases.
-	var proc struct {
-		Prefix string
-		Format string
-		Leases []struct{ ID, Token string }
-	}
+	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
 		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "DotNetV0", "startFromNow": true,
 	}, http.StatusCreated, &proc)
@@ -307,7 +293,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	}
 
 	// A partition key for range 2, and an item written with it over REST.
-	var pk struct{ PartitionKey string }
+	var pk control.PartitionKey
 	s.controlJSON(t, http.MethodGet, "/control/partition-key?database=e2e&container=items&range=2", nil, http.StatusOK, &pk)
 	if pk.PartitionKey == "" {
 		t.Fatal("empty partition key")
@@ -332,15 +318,19 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	}
 
 	// Split range 2: the ranges change and the parent answers 410/1002.
-	var split struct{ Left, Right testRange }
+	var split control.Split
 	s.controlJSON(t, http.MethodPost, "/control/split", map[string]any{"database": "e2e", "container": "items", "range": "2"}, http.StatusOK, &split)
 	if split.Left.ID != "4" || split.Right.ID != "5" || split.Left.MaxExclusive != split.Right.MinInclusive ||
 		split.Left.MinInclusive != items.Ranges[2].MinInclusive || split.Right.MaxExclusive != items.Ranges[2].MaxExclusive ||
 		!slices.Equal(split.Left.Parents, []string{"2"}) {
 		t.Errorf("split %+v of %+v", split, items.Ranges[2])
 	}
-	var after testContainer
-	s.controlJSON(t, http.MethodGet, "/control/containers/e2e/items/ranges", nil, http.StatusOK, &after)
+	// The Go client speaks the same contract.
+	client := control.NewClient(s.control, nil)
+	after, err := client.Container(context.Background(), "e2e", "items")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(rangeIDs(after.Ranges), []string{"0", "1", "3", "4", "5"}) || after.RID != items.RID {
 		t.Errorf("ranges after the split: %+v", after)
 	}
@@ -352,7 +342,13 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(string(raw), "live: 0, 1, 4, 5, 3") {
 		t.Errorf("partition key of the split parent: %d %s", code, raw)
 	}
-	s.controlJSON(t, http.MethodGet, "/control/partition-key?database=e2e&container=items&range=5", nil, http.StatusOK, &pk)
+	if key, err := client.PartitionKey(context.Background(), "e2e", "items", "5"); err != nil || key == "" {
+		t.Errorf("partition key of range 5: %q, %v", key, err)
+	}
+	var notLive *control.Error
+	if _, err := client.PartitionKey(context.Background(), "e2e", "items", "2"); !errors.As(err, &notLive) || notLive.Status != http.StatusNotFound {
+		t.Errorf("partition key of the split parent through the client: %v", err)
+	}
 
 	// One log line per control request, and never the key.
 	logs := s.stderr.String()
@@ -379,11 +375,7 @@ func TestServeOtherKeyFormatAndLeaseDatabase(t *testing.T) {
 	s := startServe(t, "--key", key, "--account", "e2eaccount")
 	s.controlJSON(t, http.MethodPost, "/control/containers", map[string]any{"database": "data", "id": "items", "partitionKeyPath": "/pk", "ranges": 2}, http.StatusCreated, nil)
 	s.controlJSON(t, http.MethodPost, "/control/containers", map[string]any{"database": "meta", "id": "leases", "partitionKeyPath": "/id"}, http.StatusCreated, nil)
-	var proc struct {
-		Prefix string
-		Format string
-		Leases []struct{ ID, Token string }
-	}
+	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
 		"name": "p", "database": "data", "monitored": "items", "leaseDatabase": "meta", "leases": "leases",
 		"format": "javav1epk", "accountHost": "cosmos.e2e.svc",
@@ -462,7 +454,7 @@ func TestServeControlAPIBadInput(t *testing.T) {
 		}
 	}
 	// Nothing above created anything.
-	var items testContainer
+	var items control.Container
 	s.controlJSON(t, http.MethodGet, "/control/containers/e2e/items/ranges", nil, http.StatusOK, &items)
 	if len(items.Ranges) != 2 {
 		t.Errorf("ranges %+v", items.Ranges)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -59,7 +60,7 @@ type world struct {
 	rng    *rand.Rand
 	srv    *cosmostest.Server
 	data   *cosmostest.Container
-	proc   *cosmostest.Processor
+	proc   *cosmostest.LeaseWriter
 	feed   *feedReader
 	leases map[string]*simLease
 
@@ -98,7 +99,7 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.proc = cosmostest.NewProcessor(demoProcessor, w.data, leases, cosmostest.DotNetV0)
+	w.proc = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
 	tokens, err := w.proc.CreateLeases(true)
 	if err != nil {
 		w.close()

@@ -16,8 +16,8 @@ import (
 // authorize checks the Authorization header the way the service does.
 // raw is the request's Authorization value (the log redacts the header).
 // Error messages never contain the key, the expected signature or a token.
-func (s *Server) authorize(r *http.Request, raw string) error {
-	if s.acceptedBefore(raw, r) {
+func (a *Account) authorize(r *http.Request, raw string) error {
+	if a.acceptedBefore(raw, r) {
 		return nil
 	}
 	if raw == "" {
@@ -36,12 +36,12 @@ func (s *Server) authorize(r *http.Request, raw string) error {
 	}
 	switch typ {
 	case "master":
-		return s.verifyMasterKey(r, raw, sig)
+		return a.verifyMasterKey(r, raw, sig)
 	case "aad":
-		if s.cfg.tokenVerifier == nil {
+		if a.cfg.tokenVerifier == nil {
 			return errors.New("the account does not accept Entra ID (aad) authorization")
 		}
-		if err := s.cfg.tokenVerifier(sig); err != nil {
+		if err := a.cfg.tokenVerifier(sig); err != nil {
 			return fmt.Errorf("the Entra ID token was rejected: %w", err)
 		}
 		return nil
@@ -73,17 +73,17 @@ func requestDate(r *http.Request) string {
 // acceptedBefore reports whether raw is the Authorization value last
 // accepted for r's verb, path and date, and that date is still within the
 // allowed clock skew.
-func (s *Server) acceptedBefore(raw string, r *http.Request) bool {
+func (a *Account) acceptedBefore(raw string, r *http.Request) bool {
 	if raw == "" {
 		return false
 	}
 	date := requestDate(r)
-	a := &s.lastAuth
-	a.mu.Lock()
-	hit := a.raw == raw && a.method == r.Method && a.path == r.URL.Path && a.date == date
-	at := a.at
-	a.mu.Unlock()
-	return hit && withinSkew(at, s.cfg.maxClockSkew)
+	memo := &a.lastAuth
+	memo.mu.Lock()
+	hit := memo.raw == raw && memo.method == r.Method && memo.path == r.URL.Path && memo.date == date
+	at := memo.at
+	memo.mu.Unlock()
+	return hit && withinSkew(at, a.cfg.maxClockSkew)
 }
 
 func withinSkew(t time.Time, maxSkew time.Duration) bool {
@@ -91,11 +91,11 @@ func withinSkew(t time.Time, maxSkew time.Duration) bool {
 	return skew <= maxSkew && -skew <= maxSkew
 }
 
-func (s *Server) rememberAccepted(raw, method, path, date string, at time.Time) {
-	a := &s.lastAuth
-	a.mu.Lock()
-	a.raw, a.method, a.path, a.date, a.at = raw, method, path, date, at
-	a.mu.Unlock()
+func (a *Account) rememberAccepted(raw, method, path, date string, at time.Time) {
+	memo := &a.lastAuth
+	memo.mu.Lock()
+	memo.raw, memo.method, memo.path, memo.date, memo.at = raw, method, path, date, at
+	memo.mu.Unlock()
 }
 
 // parseAuthorization splits "type=..&ver=..&sig=.." without treating '+' in
@@ -121,7 +121,7 @@ func parseAuthorization(s string) (typ, ver, sig string, err error) {
 	return typ, ver, sig, nil
 }
 
-func (s *Server) verifyMasterKey(r *http.Request, raw, sig string) error {
+func (a *Account) verifyMasterKey(r *http.Request, raw, sig string) error {
 	date := requestDate(r)
 	if date == "" {
 		return errors.New("the request has neither an x-ms-date nor a Date header")
@@ -130,20 +130,20 @@ func (s *Server) verifyMasterKey(r *http.Request, raw, sig string) error {
 	if err != nil {
 		return fmt.Errorf("the date header %q is not in RFC 1123 format", date)
 	}
-	if !withinSkew(t, s.cfg.maxClockSkew) {
-		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, s.cfg.maxClockSkew)
+	if !withinSkew(t, a.cfg.maxClockSkew) {
+		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, a.cfg.maxClockSkew)
 	}
 	got, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
 		return errors.New("the signature is not valid base64")
 	}
 	resType, link := resourceTypeAndLink(r.URL.Path)
-	if want := masterKeyMAC(s.keyBytes, r.Method, resType, link, date); !hmac.Equal(got, want[:]) {
+	if want := masterKeyMAC(a.keyBytes, r.Method, resType, link, date); !hmac.Equal(got, want[:]) {
 		// Like the service, name the string that was signed (it holds no secret).
 		return fmt.Errorf("the input authorization token can't serve the request; the payload to sign was %q",
 			stringToSign(r.Method, resType, link, date))
 	}
-	s.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
+	a.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (s *Server) verifyMasterKey(r *http.Request, raw, sig string) error {
 // resource (type = the segment before it, link = the whole path); a path
 // ending in a type names a feed (type = last segment, link = its owner).
 func resourceTypeAndLink(p string) (resType, link string) {
-	segs := pathSegments(p)
+	segs := splitPath(p, nil)
 	n := len(segs)
 	switch {
 	case n == 0:

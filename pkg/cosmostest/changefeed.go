@@ -25,19 +25,19 @@ const (
 	SessionTokenVector
 )
 
-func (s *Server) sessionTokenLocked(r *pkRange) string {
-	switch s.sessionForm {
+func (a *Account) sessionTokenLocked(r *pkRange) string {
+	switch a.sessionForm {
 	case SessionTokenSimple, SessionTokenVersioned:
 		// What the general form below builds, in one allocation.
 		var buf [64]byte
 		b := append(buf[:0], r.id...)
 		b = append(b, ':')
-		if s.sessionForm == SessionTokenVersioned {
+		if a.sessionForm == SessionTokenVersioned {
 			b = append(b, "-1#"...)
 		}
 		return string(strconv.AppendInt(b, r.lsn, 10))
 	}
-	return r.id + ":" + formatSessionLSN(s.sessionForm, r.lsn)
+	return r.id + ":" + formatSessionLSN(a.sessionForm, r.lsn)
 }
 
 // quotedLSN is the LSN in quotes, the etag of a change feed position and the
@@ -63,7 +63,7 @@ func formatSessionLSN(f SessionTokenForm, lsn int64) string {
 // changeFeedReply serves GET …/docs with A-IM: Incremental feed for one
 // physical range (x-ms-documentdb-partitionkeyrangeid), optionally narrowed
 // to an EPK sub-range, or for one logical partition (partition key header).
-func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
+func (a *Account) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	pageSize, rep := maxItemCount(r)
 	if rep != nil {
 		return rep
@@ -72,13 +72,12 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	if rep != nil {
 		return rep
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+	return a.inContainer(dbID, collID, func(c *Container) *reply {
+		return a.changeFeedLocked(r, c, pageSize, pkValue, hasPK)
+	})
+}
 
+func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, pkValue any, hasPK bool) *reply {
 	var (
 		pr      *pkRange
 		lo, hi  string
@@ -119,7 +118,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	switch inm {
 	case "":
 	case "*":
-		return notModified(quotedLSN(pr.lsn), s.sessionTokenLocked(pr))
+		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr))
 	default:
 		n, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 		if err != nil || n < 0 {
@@ -145,7 +144,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 		if etag == "" {
 			etag = quotedLSN(pr.lsn)
 		}
-		return notModified(etag, s.sessionTokenLocked(pr))
+		return notModified(etag, a.sessionTokenLocked(pr))
 	}
 	docs := make([]json.RawMessage, len(changed))
 	for i, it := range changed {
@@ -153,7 +152,7 @@ func (s *Server) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	}
 	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
 	out.set(hdrETag, quotedLSN(changed[len(changed)-1].lsn))
-	out.set(hdrSessionToken, s.sessionTokenLocked(pr))
+	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
 	out.set(hdrItemCount, strconv.Itoa(len(docs)))
 	return out
 }
@@ -163,50 +162,5 @@ func notModified(etag, sessionToken string) *reply {
 	out.set(hdrETag, etag)
 	out.set(hdrSessionToken, sessionToken)
 	out.set(hdrItemCount, "0")
-	return out
-}
-
-// pkRangesReply lists the live physical ranges. The etag changes with every
-// split or merge; If-None-Match with the current etag answers 304. An
-// incremental (A-IM) read returns the full current set rather than a delta.
-func (s *Server) pkRangesReply(r *http.Request, dbID, collID string) *reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
-	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if headerValue(r.Header, "If-None-Match") == etag {
-		out := newReply(http.StatusNotModified, chargeMetadata)
-		out.set(hdrETag, etag)
-		return out
-	}
-	list := make([]map[string]any, len(c.ranges))
-	for i, pr := range c.ranges {
-		parents := append([]string{}, pr.parents...)
-		list[i] = map[string]any{
-			"_rid":                    pr.rid,
-			"id":                      pr.id,
-			"_etag":                   `"` + pr.rid + `"`,
-			"minInclusive":            pr.min,
-			"maxExclusive":            pr.max,
-			"ridPrefix":               i,
-			"_self":                   "dbs/" + c.db.rid + "/colls/" + c.rid + "/pkranges/" + pr.rid + "/",
-			"throughputFraction":      1 / float64(len(c.ranges)),
-			"status":                  "online",
-			"parents":                 parents,
-			"ownedArchivalPKRangeIds": []string{},
-			"_ts":                     c.ts,
-			"_lsn":                    pr.lsn,
-		}
-	}
-	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{
-		"_rid":               c.rid,
-		"PartitionKeyRanges": list,
-		"_count":             len(list),
-	})
-	out.set(hdrETag, etag)
-	out.set(hdrItemCount, strconv.Itoa(len(list)))
 	return out
 }

@@ -17,7 +17,7 @@
 //	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 //	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
 //	_ = data.WriteItems("tenant-1", 10)
-//	proc := cosmostest.NewProcessor("orders", data, leases, cosmostest.DotNetV0)
+//	proc := cosmostest.NewLeaseWriter("orders", data, leases, lease.DotNetV0)
 //	tokens, _ := proc.CreateLeases(false) // lag = every item
 //	// … point the scaler at srv.ConnectionString() …
 //
@@ -66,17 +66,14 @@
 //     range, for N requests or always; SetLatency; a request
 //     log (Requests, Count) that records every request, including faulted and
 //     unauthorized ones.
-//   - Processors: Processor writes lease documents exactly as the .NET v3
-//     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library processors
-//     do, with their id layouts and .info / .lock documents, and moves
+//   - Leases: LeaseWriter writes lease documents exactly as the .NET v3
+//     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library
+//     processors do, in the formats of package lease (the scaler's decoder),
+//     with their id layouts and .info / .lock documents, and moves
 //     checkpoints, owners and split leases.
-//   - Entra ID: TokenIssuer is an HTTPS OAuth2 authority (own throw-away CA)
-//     that azidentity accepts for client-secret and workload-identity
-//     credentials, recording each grant's scope; its Verifier plugs into
-//     WithTokenVerifier. Its ProxyURL is a CONNECT proxy that serves the
-//     issuer under any host name (MSAL sends instance discovery for custom
-//     authorities to login.microsoftonline.com, and the public-cloud
-//     authority can be tested the same way).
+//   - Entra ID: package entraidtest is an HTTPS OAuth2 authority whose
+//     Verifier plugs into WithTokenVerifier; its connectproxy serves it
+//     under any host name.
 //   - MasterKeyAuthorization signs requests for tests that use plain
 //     net/http clients.
 //
@@ -98,7 +95,7 @@
 //     the full set, not a delta.
 //   - Every loopback server's Host is "127.0.0.1", so processors of two servers write
 //     the same host into lease ids (the port is not part of them, as with
-//     real endpoints); set Processor.AccountHost to tell accounts apart.
+//     real endpoints); set LeaseWriter.AccountHost to tell accounts apart.
 //   - One lock guards each server; reads scan cached id / LSN orders. That is
 //     ample for tens of thousands of items (see the benchmarks), not more.
 //   - Splits and merges are instantaneous (no 410/1007 "completing split"

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/fault"
 )
 
 // Fault describes a failure the server injects into matching requests.
@@ -40,53 +42,38 @@ type Fault struct {
 	Hook func()
 }
 
-type activeFault struct {
-	Fault
-	remaining int
-	removed   bool
-}
-
 // InjectFault adds a fault; the returned function removes it (idempotent).
-func (s *Server) InjectFault(f Fault) (remove func()) {
-	af := &activeFault{Fault: f, remaining: f.Times}
-	s.mu.Lock()
-	s.faults = append(s.faults, af)
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		af.removed = true
-		for i, x := range s.faults {
-			if x == af {
-				s.faults = append(s.faults[:i], s.faults[i+1:]...)
-				return
-			}
-		}
-	}
-}
+func (a *Account) InjectFault(f Fault) (remove func()) { return a.faults.Add(f, f.Times) }
 
-// takeFault returns the first live fault matching the request and counts it down.
-func (s *Server) takeFault(kind RequestKind, rangeID string) (Fault, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return takeFault(&s.faults, kind, rangeID)
-}
-
-func takeFault(faults *[]*activeFault, kind RequestKind, rangeID string) (Fault, bool) {
-	for i, f := range *faults {
-		if f.removed || (f.Kind != "" && f.Kind != kind) || (f.RangeID != "" && f.RangeID != rangeID) {
-			continue
-		}
-		if f.Times > 0 {
-			f.remaining--
-			if f.remaining <= 0 {
-				f.removed = true
-				*faults = append((*faults)[:i], (*faults)[i+1:]...)
-			}
-		}
-		return f.Fault, true
+// injectedReply applies the first live fault matching the request: it waits
+// the fault's latency, runs its hook and returns its answer, or nil to serve
+// the request normally. dropped means: close the connection without an
+// answer (the fault says so, or the wait ended with the request or the
+// server).
+func (a *Account) injectedReply(r *http.Request, kind RequestKind, rangeID string) (rep *reply, dropped bool) {
+	f, ok := a.faults.Take(func(f Fault) bool {
+		return (f.Kind == "" || f.Kind == kind) && (f.RangeID == "" || f.RangeID == rangeID)
+	})
+	if !ok {
+		return nil, false
 	}
-	return Fault{}, false
+	if !fault.Sleep(r.Context(), a.closing, f.Latency) {
+		return nil, true
+	}
+	if f.Hook != nil {
+		f.Hook()
+	}
+	switch {
+	case f.DropConnection:
+		return nil, true
+	case f.MalformedBody:
+		return malformedReply(), false
+	case f.Body != nil:
+		return customReply(f), false
+	case f.Status != 0:
+		return faultReply(f), false
+	}
+	return nil, false
 }
 
 var statusCodes = map[int]string{

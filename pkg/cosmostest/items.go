@@ -30,17 +30,17 @@ func (c *Container) Upsert(doc map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return c.writeLocked(cp, writeUpsert)
 }
 
 // Get returns the stored item with that id, including system properties and _lsn.
 func (c *Container) Get(id string) (map[string]any, bool) {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	it, ok := c.items[id]
 	if !ok {
 		return nil, false
@@ -51,17 +51,17 @@ func (c *Container) Get(id string) (map[string]any, bool) {
 // Delete removes the item; like every write it advances its range's LSN.
 // Deleted items do not appear in the (latest-version) change feed.
 func (c *Container) Delete(id string) bool {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return c.deleteLocked(id)
 }
 
 // Items returns every stored item, ordered by id.
 func (c *Container) Items() []map[string]any {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	out := make([]map[string]any, 0, len(c.items))
 	for _, it := range c.sortedItemsLocked() {
 		out = append(out, mustCopy(it.doc))
@@ -72,9 +72,9 @@ func (c *Container) Items() []map[string]any {
 // WriteItems writes n new items whose partition key is partitionKey. Ids are
 // generated ("item-00000001", …) and never reuse an existing id.
 func (c *Container) WriteItems(partitionKey string, n int) error {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if c.pkRaw == "/id" && n > 1 {
 		return fmt.Errorf("write %d items to %s: %w", n, c.id, errPKUndefinable)
 	}
@@ -96,9 +96,9 @@ func (c *Container) WriteItems(partitionKey string, n int) error {
 // Their partition key values are generated ("pk-17", …) by trying values
 // until one hashes into the range.
 func (c *Container) WriteItemsToRange(rangeID string, n int) error {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	r := c.liveRangeLocked(rangeID)
 	if r == nil {
 		return fmt.Errorf("write items to range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
@@ -125,9 +125,9 @@ func (c *Container) WriteItemsToRange(rangeID string, n int) error {
 // "pk-17", never returned twice) whose items land in the live range, so a
 // client can write into a chosen physical partition over REST.
 func (c *Container) PartitionKeyForRange(rangeID string) (string, error) {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	r := c.liveRangeLocked(rangeID)
 	if r == nil {
 		return "", fmt.Errorf("partition key for range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
@@ -257,8 +257,8 @@ func (c *Container) sortedItemsLocked() []*item {
 // itemsOfRangeLocked returns the items stored in live range r, ordered like
 // itemsByLSNLocked. The index is built in one pass over all items and kept
 // until the next write, split or merge, so a poll that reads the change feed
-// of every range costs O(items), not O(items × ranges): at 10,000 leases the
-// scan of every item per read dominated the benchmark's server time.
+// of every range costs O(items), not O(items × ranges) (BENCHMARKS.md, "The
+// embedded server").
 func (c *Container) itemsOfRangeLocked(r *pkRange) []*item {
 	if c.byRange == nil {
 		c.byRange = make(map[*pkRange][]*item, len(c.ranges))

@@ -8,94 +8,61 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
-// LeaseFormat is the lease document layout of one change feed processor
-// implementation.
-type LeaseFormat int
+// epkBased reports whether a format's lease tokens are EPK ranges rather
+// than range ids.
+func epkBased(f lease.Format) bool { return f == lease.DotNetV1 || f == lease.JavaV1 }
 
-const (
-	// DotNetV0 is the .NET v3 SDK (and Azure Functions trigger) lease for a
-	// physical range: "version":0, LeaseToken = range id, FeedRange, Mode.
-	DotNetV0 LeaseFormat = iota
-	// DotNetV1EPK is the .NET v3 SDK lease for an EPK range: "version":1,
-	// LeaseToken = "{min}-{max}".
-	DotNetV1EPK
-	// JavaV0 is the Java v4 SDK lease for a physical range. Its id holds the
-	// database and container names instead of their RIDs; it has no version
-	// and no properties.
-	JavaV0
-	// JavaV1EPK is the Java v4 SDK EPK lease: "version":1, lowercase
-	// feedRange, and a Base64 JSON continuation state.
-	JavaV1EPK
-	// DotNetV2Library is the lease of the .NET change feed processor library
-	// (v2): PartitionId instead of LeaseToken, no version. It predates feed
-	// ranges, so it has neither FeedRange nor Mode.
-	DotNetV2Library
-)
-
-func (f LeaseFormat) String() string {
-	switch f {
-	case DotNetV0:
-		return "DotNetV0"
-	case DotNetV1EPK:
-		return "DotNetV1EPK"
-	case JavaV0:
-		return "JavaV0"
-	case JavaV1EPK:
-		return "JavaV1EPK"
-	case DotNetV2Library:
-		return "DotNetV2Library"
-	}
-	return "LeaseFormat(" + strconv.Itoa(int(f)) + ")"
-}
-
-// epkBased reports whether lease tokens are EPK ranges rather than range ids.
-func (f LeaseFormat) epkBased() bool { return f == DotNetV1EPK || f == JavaV1EPK }
-
-// Processor writes the lease documents a change feed processor would keep in
-// its lease container for a monitored container.
+// LeaseWriter writes the lease documents a change feed processor of one
+// library (Format) keeps in its lease container for a monitored container:
+// lease.DotNetV0 and lease.DotNetV1 as the .NET v3 SDK and the Azure
+// Functions trigger write them, lease.JavaV0 and lease.JavaV1 as the Java v4
+// SDK does, lease.DotNetV2Library as the .NET change feed processor library
+// (v2) does, each with its id layout and .info / .lock documents.
 //
 // Lease documents start unowned (Owner null). CreateLeases(false) writes the
 // state of a processor that has created its leases but not checkpointed yet:
 // ContinuationToken is JSON null, which real processors treat as "read from
 // the beginning" (no If-None-Match), so the lag is every item of the range.
 // CreateLeases(true) checkpoints each lease at the range's current LSN.
-type Processor struct {
+type LeaseWriter struct {
 	Name        string     // processor name: the lease prefix starts with it
 	AccountHost string     // host written into lease ids; defaults to the monitored server's Host()
 	Monitored   *Container // the data container
 	Leases      *Container // the lease container, partitioned by /id or /partitionKey
-	Format      LeaseFormat
+	Format      lease.Format
 }
 
-// NewProcessor describes a processor of the given format.
-func NewProcessor(name string, monitored, leases *Container, format LeaseFormat) *Processor {
-	return &Processor{Name: name, AccountHost: monitored.db.srv.Host(), Monitored: monitored, Leases: leases, Format: format}
+// NewLeaseWriter describes the leases of a processor of the given format.
+func NewLeaseWriter(name string, monitored, leases *Container, format lease.Format) *LeaseWriter {
+	return &LeaseWriter{Name: name, AccountHost: monitored.db.acct.Host(), Monitored: monitored, Leases: leases, Format: format}
 }
 
 // Prefix is "{Name}{AccountHost}_{dbRid}_{collRid}", or with the database
 // and container ids instead of RIDs for JavaV0.
-func (p *Processor) Prefix() string {
+func (p *LeaseWriter) Prefix() string {
 	db, coll := p.Monitored.db.rid, p.Monitored.rid
-	if p.Format == JavaV0 {
+	if p.Format == lease.JavaV0 {
 		db, coll = p.Monitored.db.id, p.Monitored.id
 	}
 	return p.Name + p.AccountHost + "_" + db + "_" + coll
 }
 
 // LeaseID is "{Prefix}..{token}".
-func (p *Processor) LeaseID(token string) string { return p.Prefix() + ".." + token }
+func (p *LeaseWriter) LeaseID(token string) string { return p.Prefix() + ".." + token }
 
-// ErrLeaseNotFound is returned when the processor has no lease with that token.
+// ErrLeaseNotFound is returned when the writer has no lease with that token.
 var ErrLeaseNotFound = errors.New("cosmostest: lease not found")
 
 // CreateLeases writes one lease per live physical range of the monitored
 // container plus the "{prefix}.info" and "{prefix}.lock" bookkeeping
-// documents, and returns the lease tokens: range ids for DotNetV0, JavaV0 and
-// DotNetV2Library, "{min}-{max}" for the EPK formats. See Processor for what
-// the continuation holds.
-func (p *Processor) CreateLeases(startFromNow bool) ([]string, error) {
+// documents, and returns the lease tokens: range ids for lease.DotNetV0, lease.JavaV0
+// and lease.DotNetV2Library, "{min}-{max}" for the EPK formats. See LeaseWriter for
+// what the continuation holds.
+func (p *LeaseWriter) CreateLeases(startFromNow bool) ([]string, error) {
 	ranges := p.Monitored.Ranges()
 	tokens := make([]string, 0, len(ranges))
 	for _, r := range ranges {
@@ -105,7 +72,7 @@ func (p *Processor) CreateLeases(startFromNow bool) ([]string, error) {
 			cont = &lsn
 		}
 		token := r.ID
-		if p.Format.epkBased() {
+		if epkBased(p.Format) {
 			token = r.MinInclusive + "-" + r.MaxExclusive
 		}
 		if err := p.writeLease(token, r.MinInclusive, r.MaxExclusive, cont, ""); err != nil {
@@ -123,14 +90,14 @@ func (p *Processor) CreateLeases(startFromNow bool) ([]string, error) {
 }
 
 // Lease returns the stored lease document.
-func (p *Processor) Lease(token string) (map[string]any, bool) {
+func (p *LeaseWriter) Lease(token string) (map[string]any, bool) {
 	return p.Leases.Get(p.LeaseID(token))
 }
 
 // Checkpoint sets the lease's continuation to lsn in the format's encoding.
-func (p *Processor) Checkpoint(token string, lsn int64) error {
+func (p *LeaseWriter) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
-		if p.Format == JavaV1EPK {
+		if p.Format == lease.JavaV1 {
 			lower, upper := p.leaseRange(doc)
 			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn)
 		} else {
@@ -143,7 +110,7 @@ func (p *Processor) Checkpoint(token string, lsn int64) error {
 // CatchUp checkpoints the lease at the current LSN of its range, so its lag
 // is zero. For EPK leases that is the live range containing the lease's EPK
 // range; a lease spanning several ranges (stale after a split) is an error.
-func (p *Processor) CatchUp(token string) error {
+func (p *LeaseWriter) CatchUp(token string) error {
 	lsn, err := p.currentLSN(token)
 	if err != nil {
 		return err
@@ -152,7 +119,7 @@ func (p *Processor) CatchUp(token string) error {
 }
 
 // SetOwner sets the lease owner ("" = unowned, written as null).
-func (p *Processor) SetOwner(token, owner string) error {
+func (p *LeaseWriter) SetOwner(token, owner string) error {
 	return p.update(token, func(doc map[string]any) error {
 		if owner == "" {
 			doc["Owner"] = nil
@@ -170,7 +137,7 @@ func (p *Processor) SetOwner(token, owner string) error {
 // formats they are the parent's EPK range cut at the live range bounds.
 // Range-id leases whose range was merged are refused: real processors then
 // switch to EPK leases, which this helper does not model.
-func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
+func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	doc, ok := p.Lease(parentToken)
 	if !ok {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, ErrLeaseNotFound)
@@ -180,7 +147,7 @@ func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, err)
 	}
 	var lower, upper string
-	if p.Format.epkBased() {
+	if epkBased(p.Format) {
 		lower, upper = p.leaseRange(doc)
 	} else {
 		r, gone, ok := p.Monitored.rangeByID(parentToken)
@@ -198,7 +165,7 @@ func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		if r.MaxExclusive <= lower || r.MinInclusive >= upper {
 			continue // no overlap
 		}
-		if p.Format.epkBased() {
+		if epkBased(p.Format) {
 			lo, hi := maxStr(lower, r.MinInclusive), minStr(upper, r.MaxExclusive)
 			children = append(children, child{lo + "-" + hi, lo, hi})
 			continue
@@ -222,8 +189,8 @@ func (p *Processor) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	return tokens, nil
 }
 
-func (p *Processor) currentLSN(token string) (int64, error) {
-	if !p.Format.epkBased() {
+func (p *LeaseWriter) currentLSN(token string) (int64, error) {
+	if !epkBased(p.Format) {
 		lsn := p.Monitored.LSN(token)
 		if lsn < 0 {
 			return 0, fmt.Errorf("lease %q: range %w", token, ErrRangeNotFound)
@@ -242,7 +209,7 @@ func (p *Processor) currentLSN(token string) (int64, error) {
 	return 0, fmt.Errorf("lease %q spans more than one physical range", token)
 }
 
-func (p *Processor) update(token string, change func(map[string]any) error) error {
+func (p *LeaseWriter) update(token string, change func(map[string]any) error) error {
 	doc, ok := p.Lease(token)
 	if !ok {
 		return fmt.Errorf("lease %q of processor %q: %w", token, p.Name, ErrLeaseNotFound)
@@ -256,14 +223,14 @@ func (p *Processor) update(token string, change func(map[string]any) error) erro
 
 // writeLease writes a fresh lease document in the processor's format;
 // cont nil means "no checkpoint yet".
-func (p *Processor) writeLease(token, min, max string, cont *int64, owner string) error {
+func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner string) error {
 	var ownerVal any
 	if owner != "" {
 		ownerVal = owner
 	}
 	var contVal any
 	if cont != nil {
-		if p.Format == JavaV1EPK {
+		if p.Format == lease.JavaV1 {
 			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont)
 		} else {
 			contVal = quotedLSN(*cont)
@@ -277,9 +244,9 @@ func (p *Processor) writeLease(token, min, max string, cont *int64, owner string
 	}
 	dotNetRange := map[string]any{"Range": map[string]any{"min": min, "max": max}}
 	switch p.Format {
-	case DotNetV0, DotNetV1EPK:
+	case lease.DotNetV0, lease.DotNetV1:
 		version := 0
-		if p.Format == DotNetV1EPK {
+		if p.Format == lease.DotNetV1 {
 			version = 1
 		}
 		doc["version"] = version
@@ -287,15 +254,15 @@ func (p *Processor) writeLease(token, min, max string, cont *int64, owner string
 		doc["FeedRange"] = dotNetRange
 		doc["properties"] = map[string]any{}
 		doc["Mode"] = "Incremental Feed"
-	case JavaV0:
+	case lease.JavaV0:
 		doc["LeaseToken"] = token
-	case JavaV1EPK:
+	case lease.JavaV1:
 		doc["LeaseToken"] = token
 		doc["version"] = 1
 		doc["feedRange"] = map[string]any{"Range": map[string]any{
 			"min": min, "max": max, "isMinInclusive": true, "isMaxInclusive": false,
 		}}
-	case DotNetV2Library:
+	case lease.DotNetV2Library:
 		doc["PartitionId"] = token
 		doc["properties"] = map[string]any{}
 	default:
@@ -307,7 +274,7 @@ func (p *Processor) writeLease(token, min, max string, cont *int64, owner string
 // upsert writes a document to the lease container, adding the partitionKey
 // field when the container is partitioned by /partitionKey (real processors
 // then set it to the id).
-func (p *Processor) upsert(doc map[string]any) error {
+func (p *LeaseWriter) upsert(doc map[string]any) error {
 	switch p.Leases.pkRaw {
 	case "/id":
 	case "/partitionKey":
@@ -322,9 +289,9 @@ func (p *Processor) upsert(doc map[string]any) error {
 }
 
 // leaseRange reads the EPK range of a lease document.
-func (p *Processor) leaseRange(doc map[string]any) (lower, upper string) {
+func (p *LeaseWriter) leaseRange(doc map[string]any) (lower, upper string) {
 	key := "FeedRange"
-	if p.Format == JavaV1EPK {
+	if p.Format == lease.JavaV1 {
 		key = "feedRange"
 	}
 	fr, _ := doc[key].(map[string]any)
@@ -335,12 +302,12 @@ func (p *Processor) leaseRange(doc map[string]any) (lower, upper string) {
 }
 
 // continuationLSN decodes the checkpoint of a lease document (nil = none).
-func (p *Processor) continuationLSN(doc map[string]any) (*int64, error) {
+func (p *LeaseWriter) continuationLSN(doc map[string]any) (*int64, error) {
 	raw, _ := doc["ContinuationToken"].(string)
 	if raw == "" {
 		return nil, nil
 	}
-	if p.Format == JavaV1EPK {
+	if p.Format == lease.JavaV1 {
 		b, err := base64.StdEncoding.DecodeString(raw)
 		if err != nil {
 			return nil, fmt.Errorf("decode Java continuation: %w", err)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 type leaseFixture struct {
@@ -32,17 +34,17 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
 	db := f.data.Database()
 	for _, tc := range []struct {
-		format LeaseFormat
+		format lease.Format
 		prefix string
 	}{
-		{DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{DotNetV1EPK, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{JavaV1EPK, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{JavaV0, "proc127.0.0.1_db_data"},
+		{lease.DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{lease.DotNetV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{lease.JavaV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{lease.DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{lease.JavaV0, "proc127.0.0.1_db_data"},
 	} {
-		t.Run(tc.format.String(), func(t *testing.T) {
-			p := NewProcessor("proc", f.data, f.leases, tc.format)
+		t.Run(string(tc.format), func(t *testing.T) {
+			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
 			if p.Prefix() != tc.prefix {
 				t.Errorf("prefix = %q, want %q", p.Prefix(), tc.prefix)
 			}
@@ -55,14 +57,14 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 
 func TestCreateLeasesWritesEachFormat(t *testing.T) {
 	for _, tc := range []struct {
-		format     LeaseFormat
+		format     lease.Format
 		tokens     []string
 		wantFields []string
 		noFields   []string
 		check      func(t *testing.T, doc map[string]any)
 	}{
 		{
-			format:     DotNetV0,
+			format:     lease.DotNetV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			noFields:   []string{"PartitionId", "feedRange"},
@@ -77,7 +79,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     DotNetV1EPK,
+			format:     lease.DotNetV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			check: func(t *testing.T, doc map[string]any) {
@@ -88,13 +90,13 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     JavaV0,
+			format:     lease.JavaV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner"},
 			noFields:   []string{"version", "properties", "FeedRange", "feedRange", "Mode"},
 		},
 		{
-			format:     JavaV1EPK,
+			format:     lease.JavaV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner", "version", "feedRange"},
 			noFields:   []string{"FeedRange", "properties"},
@@ -106,15 +108,15 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     DotNetV2Library,
+			format:     lease.DotNetV2Library,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp"},
 			noFields:   []string{"version", "LeaseToken"},
 		},
 	} {
-		t.Run(tc.format.String(), func(t *testing.T) {
+		t.Run(string(tc.format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewProcessor("proc", f.data, f.leases, tc.format)
+			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
 			tokens, err := p.CreateLeases(false)
 			if err != nil {
 				t.Fatal(err)
@@ -161,10 +163,10 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 }
 
 func TestCheckpointEncodingPerFormat(t *testing.T) {
-	for _, format := range []LeaseFormat{DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library} {
-		t.Run(format.String(), func(t *testing.T) {
+	for _, format := range []lease.Format{lease.DotNetV0, lease.DotNetV1, lease.JavaV0, lease.JavaV1, lease.DotNetV2Library} {
+		t.Run(string(format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewProcessor("proc", f.data, f.leases, format)
+			p := NewLeaseWriter("proc", f.data, f.leases, format)
 			tokens, err := p.CreateLeases(false)
 			if err != nil {
 				t.Fatal(err)
@@ -198,10 +200,10 @@ func TestCheckpointEncodingPerFormat(t *testing.T) {
 }
 
 // continuationEtag decodes a lease's continuation the way a reader must.
-func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) string {
+func continuationEtag(t *testing.T, format lease.Format, doc map[string]any) string {
 	t.Helper()
 	raw, _ := doc["ContinuationToken"].(string)
-	if format != JavaV1EPK {
+	if format != lease.JavaV1 {
 		return raw
 	}
 	b, err := base64.StdEncoding.DecodeString(raw)
@@ -237,7 +239,7 @@ func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) stri
 
 func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 	f := newLeaseFixture(t, "/partitionKey")
-	p := NewProcessor("proc", f.data, f.leases, DotNetV0)
+	p := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV0)
 	tokens, err := p.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -266,26 +268,26 @@ func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 
 func TestLeaseContainerMustBePartitionedByIDOrPartitionKey(t *testing.T) {
 	f := newLeaseFixture(t, "/other")
-	if _, err := NewProcessor("proc", f.data, f.leases, DotNetV0).CreateLeases(false); err == nil {
+	if _, err := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV0).CreateLeases(false); err == nil {
 		t.Fatal("want an error for a lease container partitioned by /other")
 	}
 }
 
 func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 	for _, tc := range []struct {
-		format LeaseFormat
+		format lease.Format
 		parent string
 		want   []string
 	}{
-		{DotNetV0, "1", []string{"2", "3"}},
-		{JavaV0, "1", []string{"2", "3"}},
-		{DotNetV2Library, "1", []string{"2", "3"}},
-		{DotNetV1EPK, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
-		{JavaV1EPK, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{lease.DotNetV0, "1", []string{"2", "3"}},
+		{lease.JavaV0, "1", []string{"2", "3"}},
+		{lease.DotNetV2Library, "1", []string{"2", "3"}},
+		{lease.DotNetV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{lease.JavaV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
 	} {
-		t.Run(tc.format.String(), func(t *testing.T) {
+		t.Run(string(tc.format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewProcessor("proc", f.data, f.leases, tc.format)
+			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
 			if _, err := p.CreateLeases(false); err != nil {
 				t.Fatal(err)
 			}
@@ -327,11 +329,11 @@ func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 
 func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
-	p := NewProcessor("proc", f.data, f.leases, DotNetV1EPK)
+	p := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV1)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
-	v0 := NewProcessor("v0", f.data, f.leases, DotNetV0)
+	v0 := NewLeaseWriter("v0", f.data, f.leases, lease.DotNetV0)
 	if _, err := v0.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

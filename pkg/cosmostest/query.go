@@ -34,7 +34,7 @@ type queryParameter struct {
 // idPredicate is a compiled WHERE clause over an item id.
 type idPredicate func(id string) bool
 
-func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
+func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
 	}
@@ -66,12 +66,12 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+	return a.inContainer(dbID, collID, func(c *Container) *reply {
+		return a.queryLocked(r, c, pred, pageSize, after, pkValue, hasPK)
+	})
+}
+
+func (a *Account) queryLocked(r *http.Request, c *Container, pred idPredicate, pageSize int, after string, pkValue any, hasPK bool) *reply {
 	// Which items the query may see: one logical partition, one physical
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
@@ -124,7 +124,7 @@ func (s *Server) queryReply(r *http.Request, dbID, collID string) *reply {
 	}
 	tokens := make([]string, len(scopeRanges))
 	for i, pr := range scopeRanges {
-		tokens[i] = s.sessionTokenLocked(pr)
+		tokens[i] = a.sessionTokenLocked(pr)
 	}
 	out.set(hdrSessionToken, strings.Join(tokens, ","))
 	out.set(hdrItemCount, strconv.Itoa(len(page)))

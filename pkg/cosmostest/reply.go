@@ -9,51 +9,6 @@ import (
 	"strconv"
 )
 
-// Request and response header names of the Cosmos DB REST protocol. Most
-// are written in Go's canonical form, so http.Header's Get and Set use them
-// as they are instead of allocating a canonicalised copy on every call (the
-// wire is the same: net/http always sends canonical names). The lower-case
-// ones are also quoted in error messages; requests are read through the
-// canonical key… constants below.
-const (
-	hdrActivityID          = "X-Ms-Activity-Id"
-	hdrRequestCharge       = "X-Ms-Request-Charge"
-	hdrSessionToken        = "X-Ms-Session-Token"
-	hdrSubStatus           = "X-Ms-Substatus"
-	hdrRetryAfterMs        = "X-Ms-Retry-After-Ms"
-	hdrContinuation        = "X-Ms-Continuation"
-	hdrMaxItemCount        = "x-ms-max-item-count"
-	hdrItemCount           = "X-Ms-Item-Count"
-	hdrPartitionKey        = "x-ms-documentdb-partitionkey"
-	hdrPartitionKeyRangeID = "x-ms-documentdb-partitionkeyrangeid"
-	hdrIsQuery             = "X-Ms-Documentdb-Isquery"
-	hdrIsUpsert            = "X-Ms-Documentdb-Is-Upsert"
-	hdrCrossPartition      = "x-ms-documentdb-query-enablecrosspartition"
-	hdrReadKeyType         = "X-Ms-Read-Key-Type"
-	hdrStartEPK            = "X-Ms-Start-Epk"
-	hdrEndEPK              = "X-Ms-End-Epk"
-	hdrAIM                 = "A-Im"
-	hdrDate                = "X-Ms-Date"
-	hdrPrefer              = "Prefer"
-	hdrContentType         = "Content-Type"
-	hdrContentLength       = "Content-Length"
-	hdrETag                = "Etag"
-
-	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
-	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
-	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
-)
-
-// headerValue is h.Get(key) for a key in canonical form, without Get's
-// canonicalisation pass over the key (which scans and validates it on every
-// call). Only use it with the canonical names above (TestHeaderKeysCanonical).
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
 // Request charges are plausible constants; nothing in the project depends on
 // their exact values, only on the header being present.
 const (
@@ -131,8 +86,8 @@ func jsonReply(status int, charge float64, v any) *reply {
 // for the map {"_rid": rid, "Documents": docs, "_count": len(docs)} (keys
 // sorted, documents compacted and HTML-escaped), but it is assembled from the
 // documents' cached encodings, which json.Marshal already produced in that
-// form: re-validating every document of every page through json.RawMessage
-// was a sizeable share of the server's CPU per request.
+// form, instead of re-validating every document of every page through
+// json.RawMessage (BENCHMARKS.md, "The embedded server").
 func documentsReply(charge float64, rid string, docs []json.RawMessage) *reply {
 	var ridJSON []byte
 	if !isPlainJSONString(rid) {

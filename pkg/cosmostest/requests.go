@@ -3,7 +3,6 @@ package cosmostest
 import (
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 )
@@ -25,7 +24,6 @@ const (
 	KindReplace    RequestKind = "replace"
 	KindReadItem   RequestKind = "readitem"
 	KindDelete     RequestKind = "delete"
-	KindToken      RequestKind = "token" // token requests to a TokenIssuer
 	KindReadFeed   RequestKind = "readfeed"
 	KindOther      RequestKind = "other"
 )
@@ -42,49 +40,6 @@ type Request struct {
 	At      time.Time
 }
 
-// classify needs the path's segments (splitPath of r.URL.Path).
-func classify(r *http.Request, segs []string) RequestKind {
-	n := len(segs)
-	switch {
-	case n == 0:
-		return KindAccount
-	case n == 2 && segs[0] == "dbs":
-		return KindDatabase
-	case n == 4 && segs[2] == "colls":
-		return KindContainer
-	case n == 5 && segs[4] == "pkranges":
-		return KindPKRanges
-	case n == 5 && segs[4] == "docs":
-		switch r.Method {
-		case http.MethodPost:
-			if isQuery(r) {
-				return KindQuery
-			}
-			return KindCreate
-		case http.MethodGet:
-			if strings.EqualFold(headerValue(r.Header, hdrAIM), "Incremental feed") {
-				return KindChangeFeed
-			}
-			return KindReadFeed
-		}
-	case n == 6 && segs[4] == "docs":
-		switch r.Method {
-		case http.MethodGet:
-			return KindReadItem
-		case http.MethodPut:
-			return KindReplace
-		case http.MethodDelete:
-			return KindDelete
-		}
-	}
-	return KindOther
-}
-
-func isQuery(r *http.Request) bool {
-	ct := strings.ToLower(headerValue(r.Header, "Content-Type"))
-	return strings.EqualFold(headerValue(r.Header, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
-}
-
 // redactAuthorization redacts the Authorization header of a request in
 // place, keeping only the type and version so that neither keys' signatures
 // nor tokens end up in logs or test output, and returns the original value
@@ -92,7 +47,7 @@ func isQuery(r *http.Request) bool {
 // the request's own header map instead of a copy: net/http hands every
 // request a fresh map and never writes to it once the handler runs, and the
 // handlers only read it, so the log sees exactly what a copy would hold.
-func redactAuthorization(h http.Header) string {
+func (a *Account) redactAuthorization(h http.Header) string {
 	v := h["Authorization"]
 	if len(v) == 0 || v[0] == "" {
 		return ""
@@ -101,42 +56,42 @@ func redactAuthorization(h http.Header) string {
 	// Replace the value slice rather than write into it: a client may share
 	// one slice across requests (this project's does), and an in-process
 	// transport would hand the server that very slice.
-	h["Authorization"] = []string{redactedAuthorization(raw)} // as Header.Set
+	h["Authorization"] = []string{a.redacted.of(raw)} // as Header.Set
 	return raw
 }
 
-// lastRedacted memoises redactedAuthorization for the last value seen: a
-// client's concurrent requests carry the same Authorization value for a
-// whole second (the date is signed at one-second resolution).
-var lastRedacted struct {
-	sync.Mutex
+// redactionMemo remembers the redaction of the last Authorization value
+// seen: a client's concurrent requests carry the same value for a whole
+// second (the date is signed at one-second resolution).
+type redactionMemo struct {
+	mu      sync.Mutex
 	in, out string
 }
 
-func redactedAuthorization(a string) string {
-	lastRedacted.Lock()
-	defer lastRedacted.Unlock()
-	if a != lastRedacted.in || lastRedacted.out == "" {
+func (m *redactionMemo) of(a string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a != m.in || m.out == "" {
 		typ := "unknown"
 		if dec, err := url.QueryUnescape(a); err == nil {
 			if vals, err := url.ParseQuery(dec); err == nil && vals.Get("type") != "" {
 				typ = vals.Get("type")
 			}
 		}
-		lastRedacted.in, lastRedacted.out = a, "type="+url.QueryEscape(typ)+"&ver=1.0&sig=REDACTED"
+		m.in, m.out = a, "type="+url.QueryEscape(typ)+"&ver=1.0&sig=REDACTED"
 	}
-	return lastRedacted.out
+	return m.out
 }
 
-func (s *Server) record(rec Request, status int) {
+func (a *Account) record(rec Request, status int) {
 	rec.Status = status
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if limit := s.cfg.requestLog; limit > 0 && s.requests.n >= 2*limit {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if limit := a.cfg.requestLog; limit > 0 && a.requests.n >= 2*limit {
 		// Drop the older half in one copy: amortised O(1) per request.
-		s.requests.keepLast(limit)
+		a.requests.keepLast(limit)
 	}
-	s.requests.add(rec)
+	a.requests.add(rec)
 }
 
 // requestLog holds the logged requests in chunks, so that a long log grows
@@ -186,21 +141,21 @@ func (l *requestLog) keepLast(n int) {
 }
 
 // Requests returns a copy of the request log in arrival order of answers.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests.appendTo(make([]Request, 0, s.requests.n))
+func (a *Account) Requests() []Request {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.requests.appendTo(make([]Request, 0, a.requests.n))
 }
 
 // Count is the number of logged requests of a kind ("" counts all).
-func (s *Server) Count(kind RequestKind) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (a *Account) Count(kind RequestKind) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if kind == "" {
-		return s.requests.n
+		return a.requests.n
 	}
 	n := 0
-	for _, c := range s.requests.chunks {
+	for _, c := range a.requests.chunks {
 		for _, r := range c {
 			if r.Kind == kind {
 				n++
@@ -211,8 +166,8 @@ func (s *Server) Count(kind RequestKind) int {
 }
 
 // ResetRequests empties the request log.
-func (s *Server) ResetRequests() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = requestLog{}
+func (a *Account) ResetRequests() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.requests = requestLog{}
 }

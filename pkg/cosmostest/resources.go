@@ -1,23 +1,19 @@
 package cosmostest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
 // Handlers for the account, database, container and item endpoints.
 
-func (s *Server) accountReply() *reply {
-	loc := []map[string]any{{"name": "Local", "databaseAccountEndpoint": s.url}}
+func (a *Account) accountReply() *reply {
+	loc := []map[string]any{{"name": "Local", "databaseAccountEndpoint": a.endpoint}}
 	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
 		"_self":                        "",
-		"id":                           s.cfg.accountName,
-		"_rid":                         s.cfg.accountName + ".localhost",
+		"id":                           a.cfg.accountName,
+		"_rid":                         a.cfg.accountName + ".localhost",
 		"media":                        "//media/",
 		"addresses":                    "//addresses/",
 		"_dbs":                         "//dbs/",
@@ -32,11 +28,11 @@ func (s *Server) accountReply() *reply {
 	})
 }
 
-func (s *Server) databaseReply(dbID string) *reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.databaseLocked(dbID)
-	if db == nil {
+func (a *Account) databaseReply(dbID string) *reply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
+	if !ok {
 		return notFound("database " + dbID + " does not exist")
 	}
 	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
@@ -50,13 +46,11 @@ func (s *Server) databaseReply(dbID string) *reply {
 	})
 }
 
-func (s *Server) containerReply(dbID, collID string) *reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+func (a *Account) containerReply(dbID, collID string) *reply {
+	return a.inContainer(dbID, collID, containerProperties)
+}
+
+func containerProperties(c *Container) *reply {
 	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
 		"id": c.id,
 		"indexingPolicy": map[string]any{
@@ -88,88 +82,24 @@ func (s *Server) containerReply(dbID, collID string) *reply {
 	})
 }
 
-// partitionKeyHeader parses x-ms-documentdb-partitionkey, a JSON array with
-// one value; [{}] stands for an undefined (missing) value. ok is false when
-// the header is absent.
-func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := headerValue(r.Header, keyPartitionKey)
-	if raw == "" {
-		return nil, false, nil
-	}
-	var vals []any
-	if err := json.Unmarshal([]byte(raw), &vals); err != nil {
-		return nil, false, badRequest("the partition key header %q is not a JSON array", raw)
-	}
-	if len(vals) != 1 {
-		return nil, false, badRequest("the partition key header must hold exactly one value for a single-path partition key, got %d", len(vals))
-	}
-	if m, isMap := vals[0].(map[string]any); isMap && len(m) == 0 {
-		return nil, true, nil
-	}
-	return vals[0], true, nil
-}
-
-func requirePartitionKey(r *http.Request) (string, *reply) {
-	v, ok, rep := partitionKeyHeader(r)
-	if rep != nil {
-		return "", rep
-	}
-	if !ok {
-		return "", badRequest("the partition key must be supplied in the %s header for this operation", hdrPartitionKey)
-	}
-	return epkOf(v), nil
-}
-
-func readBody(r *http.Request) ([]byte, *reply) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 2<<20+1))
-	if err != nil {
-		return nil, badRequest("read request body: %v", err)
-	}
-	if len(b) > 2<<20 {
-		return nil, errorReply(http.StatusRequestEntityTooLarge, 0, "RequestEntityTooLarge", "the request exceeds the 2 MB item size limit")
-	}
-	return b, nil
-}
-
-func decodeDoc(b []byte) (map[string]any, *reply) {
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&doc); err != nil || doc == nil {
-		return nil, badRequest("the request body is not a JSON object")
-	}
-	return doc, nil
-}
-
-func (s *Server) createReply(r *http.Request, dbID, collID string) *reply {
-	body, rep := readBody(r)
-	if rep != nil {
-		return rep
-	}
-	doc, rep := decodeDoc(body)
-	if rep != nil {
-		return rep
-	}
+func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
 	mode := writeCreate
 	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
-	return s.write(r, dbID, collID, "", doc, mode)
+	return a.write(r, dbID, collID, "", mode)
 }
 
-func (s *Server) replaceReply(r *http.Request, dbID, collID, itemID string) *reply {
-	body, rep := readBody(r)
-	if rep != nil {
-		return rep
-	}
-	doc, rep := decodeDoc(body)
-	if rep != nil {
-		return rep
-	}
-	return s.write(r, dbID, collID, itemID, doc, writeReplace)
+func (a *Account) replaceReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return a.write(r, dbID, collID, itemID, writeReplace)
 }
 
 // write performs a create, upsert or replace sent over REST.
-func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[string]any, mode writeMode) *reply {
+func (a *Account) write(r *http.Request, dbID, collID, pathID string, mode writeMode) *reply {
+	doc, rep := readDocument(r)
+	if rep != nil {
+		return rep
+	}
 	headerEPK, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
@@ -180,12 +110,12 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 	for _, k := range systemProperties {
 		delete(doc, k) // the server sets these; clients echo them back on replace
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+	return a.inContainer(dbID, collID, func(c *Container) *reply {
+		return a.writeLocked(r, c, headerEPK, doc, mode)
+	})
+}
+
+func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, doc map[string]any, mode writeMode) *reply {
 	if epkOf(getPath(doc, c.pkPath)) != headerEPK {
 		return badRequest("%v", errPKMismatch)
 	}
@@ -220,23 +150,21 @@ func (s *Server) write(r *http.Request, dbID, collID, pathID string, doc map[str
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
 	}
 	out.set(hdrETag, stored["_etag"].(string))
-	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
+	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
 	return out
 }
 
 var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments", "_lsn"}
 
-func (s *Server) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
 	epk, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.readItemLocked(r, c, epk, itemID) })
+}
+
+func (a *Account) readItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
 	it, ok := c.items[itemID]
 	if !ok || it.epk != epk {
 		return notFound("Entity with the specified id does not exist in the system.")
@@ -249,21 +177,19 @@ func (s *Server) readItemReply(r *http.Request, dbID, collID, itemID string) *re
 	}
 	out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
 	out.set(hdrETag, etag)
-	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 	return out
 }
 
-func (s *Server) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
+func (a *Account) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
 	epk, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, rep := s.lookupLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
+	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.deleteItemLocked(r, c, epk, itemID) })
+}
+
+func (a *Account) deleteItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
 	it, ok := c.items[itemID]
 	if !ok || it.epk != epk {
 		return notFound("Entity with the specified id does not exist in the system.")
@@ -274,27 +200,6 @@ func (s *Server) deleteReply(r *http.Request, dbID, collID, itemID string) *repl
 	}
 	c.deleteLocked(itemID)
 	out := newReply(http.StatusNoContent, chargeWrite)
-	out.set(hdrSessionToken, s.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 	return out
-}
-
-// maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
-// size of 100; explicit values are honoured up to 1000.
-func maxItemCount(r *http.Request) (int, *reply) {
-	raw := headerValue(r.Header, keyMaxItemCount)
-	if raw == "" {
-		return 100, nil
-	}
-	n, err := strconv.Atoi(raw)
-	switch {
-	case err != nil:
-		return 0, badRequest("invalid value %q for %s", raw, hdrMaxItemCount)
-	case n == -1:
-		return 100, nil
-	case n < 1:
-		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, hdrMaxItemCount)
-	case n > 1000:
-		return 1000, nil
-	}
-	return n, nil
 }

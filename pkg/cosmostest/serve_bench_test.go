@@ -24,7 +24,7 @@ func (d *discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func BenchmarkServeChangeFeedRead(b *testing.B) {
 	s := NewServer(WithRequestLogLimit(1000))
 	defer s.Close()
-	p, err := s.LaggingProcessor("proc", 4, 3)
+	p, err := s.LaggingLeases("proc", 4, 3)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func BenchmarkServeChangeFeedRead(b *testing.B) {
 	for b.Loop() {
 		r := &http.Request{Method: http.MethodGet, URL: u, Header: template.Clone(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 		w := &discardResponse{header: http.Header{}}
-		s.serveHTTP(w, r)
+		s.ServeHTTP(w, r)
 		if w.status != http.StatusOK {
 			b.Fatalf("status %d", w.status)
 		}

@@ -2,7 +2,6 @@ package cosmostest
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,41 +9,25 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"net/http/httptest"
 	"sync"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/testcert"
 )
 
-// Server is one Cosmos DB account endpoint served on loopback. Two accounts
+// Server is one Cosmos DB account served over HTTP or HTTPS by a
+// net/http/httptest.Server. Its Account methods (CreateDatabase,
+// InjectFault, Requests, …) configure and observe the account; two accounts
 // are two servers. All methods are safe for concurrent use.
 type Server struct {
-	cfg      config
-	keyBytes []byte
+	*Account
 
-	listener net.Listener
-	http     *http.Server
-	url      string
-	certPool *x509.CertPool
-	certPEM  []byte
-	client   *http.Client
-
-	closing   chan struct{} // closed by Close; wakes sleeping handlers
+	http      *httptest.Server
+	url       string
+	certPool  *x509.CertPool
+	certPEM   []byte
 	closeOnce sync.Once
-	serveDone chan struct{}
-	handlers  sync.WaitGroup
-	inFlight  handlerCount // running handlers, for tests
-
-	mu          sync.Mutex
-	closed      bool
-	dbs         map[string]*Database
-	dbOrder     []*Database
-	usedRIDs    map[string]bool
-	sessionForm SessionTokenForm
-	latency     time.Duration
-	faults      []*activeFault
-	requests    requestLog
-
-	lastAuth acceptedAuth // guarded by its own lock
 }
 
 type config struct {
@@ -91,17 +74,31 @@ func WithMaxClockSkew(d time.Duration) Option { return func(c *config) { c.maxCl
 // as tests that count requests need.
 func WithRequestLogLimit(n int) Option { return func(c *config) { c.requestLog = n } }
 
-// NewServer starts a plain HTTP server on 127.0.0.1 with a random port (or
-// on WithAddress). It panics if the key option is not valid base64 or the
-// address cannot be listened on, as httptest.NewServer does.
-func NewServer(opts ...Option) *Server { return newServer(false, opts) }
+// New starts a plain HTTP server on 127.0.0.1 with a random port (or on
+// WithAddress). It fails if the key is not valid base64 or the address
+// cannot be listened on; processes use it, tests NewServer.
+func New(opts ...Option) (*Server, error) { return start(false, opts) }
 
-// NewTLSServer starts an HTTPS server on 127.0.0.1 (or on WithAddress) with a
-// freshly generated self-signed certificate; Client and CertPool trust it,
-// and CertPEM gives it to other processes.
-func NewTLSServer(opts ...Option) *Server { return newServer(true, opts) }
+// NewTLS starts an HTTPS server like New, with a freshly generated
+// self-signed certificate; Client and CertPool trust it, and CertPEM gives
+// it to other processes.
+func NewTLS(opts ...Option) (*Server, error) { return start(true, opts) }
 
-func newServer(useTLS bool, opts []Option) *Server {
+// NewServer is New for tests: it panics where New fails, as
+// httptest.NewServer does.
+func NewServer(opts ...Option) *Server { return mustStart(New(opts...)) }
+
+// NewTLSServer is NewTLS for tests: it panics where NewTLS fails.
+func NewTLSServer(opts ...Option) *Server { return mustStart(NewTLS(opts...)) }
+
+func mustStart(s *Server, err error) *Server {
+	if err != nil {
+		panic(err.Error())
+	}
+	return s
+}
+
+func start(useTLS bool, opts []Option) (*Server, error) {
 	cfg := config{address: "127.0.0.1:0", accountName: "localaccount", maxClockSkew: 15 * time.Minute}
 	for _, o := range opts {
 		o(&cfg)
@@ -113,66 +110,41 @@ func newServer(useTLS bool, opts []Option) *Server {
 	}
 	keyBytes, err := base64.StdEncoding.DecodeString(cfg.key)
 	if err != nil {
-		panic(fmt.Sprintf("cosmostest: account key is not valid base64: %v", err))
+		return nil, fmt.Errorf("cosmostest: account key is not valid base64: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.address)
 	if err != nil {
-		panic(fmt.Sprintf("cosmostest: listen on %s: %v", cfg.address, err))
+		return nil, fmt.Errorf("cosmostest: listen on %s: %w", cfg.address, err)
 	}
-	s := &Server{
-		cfg:         cfg,
-		keyBytes:    keyBytes,
-		closing:     make(chan struct{}),
-		serveDone:   make(chan struct{}),
-		dbs:         map[string]*Database{},
-		usedRIDs:    map[string]bool{},
-		sessionForm: SessionTokenVersioned,
+	s := &Server{Account: newAccount(cfg, keyBytes)}
+	s.http = &httptest.Server{
+		Listener: ln,
+		Config:   &http.Server{Handler: s.Account, ReadHeaderTimeout: time.Minute},
 	}
-	scheme := "http"
-	transport := &http.Transport{Proxy: nil, ForceAttemptHTTP2: false}
+	s.Account.host, _, _ = net.SplitHostPort(ln.Addr().String())
 	if useTLS {
 		// The configured host (a name stays a name) and the bound one.
 		cfgHost, _, _ := net.SplitHostPort(cfg.address)
-		boundHost, _, _ := net.SplitHostPort(ln.Addr().String())
-		cert, pool, certPEM, err := selfSignedCert(cfgHost, boundHost)
+		cert, pool, certPEM, err := testcert.SelfSigned(cfgHost, s.Account.host)
 		if err != nil {
 			_ = ln.Close()
-			panic(fmt.Sprintf("cosmostest: generate certificate: %v", err))
+			return nil, fmt.Errorf("cosmostest: generate certificate: %w", err)
 		}
 		// HTTP/1.1 only: dropped-connection faults need to hijack the connection.
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
-		s.certPool = pool
-		s.certPEM = certPEM
-		transport.TLSClientConfig = &tls.Config{RootCAs: pool}
-		scheme = "https"
+		s.http.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		s.certPool, s.certPEM = pool, certPEM
+		s.http.StartTLS()
+	} else {
+		s.http.Start()
 	}
-	s.listener = ln
-	s.url = scheme + "://" + ln.Addr().String() + "/"
-	s.client = &http.Client{Transport: transport}
-	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: time.Minute}
-	go func() {
-		defer close(s.serveDone)
-		_ = s.http.Serve(ln)
-	}()
-	return s
+	s.url = s.http.URL + "/"
+	s.Account.endpoint = s.url
+	return s, nil
 }
 
 // URL is the account endpoint with a trailing slash, like real endpoints
 // ("http://127.0.0.1:41234/").
 func (s *Server) URL() string { return s.url }
-
-// Host is the host name of the endpoint without the port; change feed
-// processors write it into lease ids.
-func (s *Server) Host() string {
-	host, _, _ := net.SplitHostPort(s.listener.Addr().String())
-	return host
-}
-
-// AccountName is the account id reported by GET /.
-func (s *Server) AccountName() string { return s.cfg.accountName }
-
-// Key is the base64 primary key.
-func (s *Server) Key() string { return s.cfg.key }
 
 // ConnectionString is "AccountEndpoint=<URL>;AccountKey=<key>;".
 func (s *Server) ConnectionString() string {
@@ -187,280 +159,16 @@ func (s *Server) CertPool() *x509.CertPool { return s.certPool }
 func (s *Server) CertPEM() []byte { return bytes.Clone(s.certPEM) }
 
 // Client returns an HTTP client for this server that trusts its certificate
-// when TLS is on. Close closes its idle connections.
-func (s *Server) Client() *http.Client { return s.client }
+// when TLS is on and uses no proxy. Close closes its idle connections.
+func (s *Server) Client() *http.Client { return s.http.Client() }
 
 // Close stops the server, wakes handlers sleeping on injected latency, waits
 // for every handler to return and closes the Client's idle connections. No
 // goroutine of the server survives Close.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		close(s.closing)
-		_ = s.http.Close()
-		<-s.serveDone
-		s.handlers.Wait()
-		s.client.CloseIdleConnections()
+		s.Account.close()
+		s.http.Close()
+		s.Account.wait()
 	})
-}
-
-// SetSessionTokenForm selects the x-ms-session-token form of later responses.
-func (s *Server) SetSessionTokenForm(f SessionTokenForm) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sessionForm = f
-}
-
-// SetLatency adds d before every answer. A waiting request gives up when its
-// client goes away or the server closes.
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
-
-// sleep waits d, returning false when the request or the server ended first.
-func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	return sleepCtx(ctx, s.closing, d)
-}
-
-func sleepCtx(ctx context.Context, closing <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-closing:
-		return false
-	}
-}
-
-// serveHTTP is the single entry point: classify, record, delay, fault,
-// authorize, route. Every request is recorded before its answer is written,
-// so a test that has received a response always finds it in Requests.
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	// Add to the WaitGroup only while open, so Close's Wait never races an Add.
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		dropConnection(w)
-		return
-	}
-	s.handlers.Add(1)
-	s.mu.Unlock()
-	defer s.handlers.Done()
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-
-	var segBuf [8]string
-	segs := splitPath(r.URL.Path, segBuf[:0])
-	kind := classify(r, segs)
-	authorization := redactAuthorization(r.Header)
-	rec := Request{
-		Kind:    kind,
-		Method:  r.Method,
-		Path:    r.URL.Path,
-		RangeID: headerValue(r.Header, keyPartitionKeyRangeID),
-		Header:  r.Header,
-		At:      time.Now(),
-	}
-
-	s.mu.Lock()
-	latency := s.latency
-	s.mu.Unlock()
-	if !s.sleep(r.Context(), latency) {
-		s.record(rec, 0)
-		dropConnection(w) // returning normally would send an empty 200
-		return
-	}
-
-	if f, ok := s.takeFault(kind, rec.RangeID); ok {
-		if !s.sleep(r.Context(), f.Latency) {
-			s.record(rec, 0)
-			dropConnection(w)
-			return
-		}
-		if f.Hook != nil {
-			f.Hook()
-		}
-		switch {
-		case f.DropConnection:
-			s.record(rec, 0)
-			dropConnection(w)
-			return
-		case f.MalformedBody:
-			rep := malformedReply()
-			s.record(rec, rep.status)
-			rep.write(w, r)
-			return
-		case f.Body != nil:
-			rep := customReply(f)
-			s.record(rec, rep.status)
-			rep.write(w, r)
-			return
-		case f.Status != 0:
-			rep := faultReply(f)
-			s.record(rec, rep.status)
-			rep.write(w, r)
-			return
-		}
-	}
-
-	var rep *reply
-	if err := s.authorize(r, authorization); err != nil {
-		rep = errorReply(http.StatusUnauthorized, 0, "Unauthorized", err.Error())
-	} else {
-		rep = s.route(r, kind, segs)
-	}
-	s.record(rec, rep.status)
-	rep.write(w, r)
-}
-
-func dropConnection(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
-}
-
-// route dispatches an authorized request to its handler by path shape.
-func (s *Server) route(r *http.Request, kind RequestKind, segs []string) *reply {
-	switch {
-	case len(segs) == 0:
-		if r.Method != http.MethodGet {
-			return methodNotAllowed()
-		}
-		return s.accountReply()
-	case segs[0] != "dbs":
-		return notFound("unknown resource " + r.URL.Path)
-	case len(segs) == 2:
-		if r.Method != http.MethodGet {
-			return methodNotAllowed()
-		}
-		return s.databaseReply(segs[1])
-	case len(segs) == 4 && segs[2] == "colls":
-		if r.Method != http.MethodGet {
-			return methodNotAllowed()
-		}
-		return s.containerReply(segs[1], segs[3])
-	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges":
-		if r.Method != http.MethodGet {
-			return methodNotAllowed()
-		}
-		return s.pkRangesReply(r, segs[1], segs[3])
-	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "docs":
-		switch kind {
-		case KindQuery:
-			return s.queryReply(r, segs[1], segs[3])
-		case KindChangeFeed:
-			return s.changeFeedReply(r, segs[1], segs[3])
-		case KindCreate:
-			return s.createReply(r, segs[1], segs[3])
-		}
-		return errorReply(http.StatusBadRequest, 0, "BadRequest",
-			"only queries, creates/upserts and incremental change feed reads are supported on a docs feed")
-	case len(segs) == 6 && segs[2] == "colls" && segs[4] == "docs":
-		switch r.Method {
-		case http.MethodGet:
-			return s.readItemReply(r, segs[1], segs[3], segs[5])
-		case http.MethodPut:
-			return s.replaceReply(r, segs[1], segs[3], segs[5])
-		case http.MethodDelete:
-			return s.deleteReply(r, segs[1], segs[3], segs[5])
-		}
-		return methodNotAllowed()
-	}
-	return notFound("unknown resource " + r.URL.Path)
-}
-
-func pathSegments(p string) []string { return splitPath(p, nil) }
-
-// splitPath appends the segments of p to buf: strings.Split of p without its
-// leading and trailing slashes (nothing for an empty path). With a buffer on
-// the caller's stack, the common paths split without allocating.
-func splitPath(p string, buf []string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return buf
-	}
-	for {
-		seg, rest, more := strings.Cut(p, "/")
-		buf = append(buf, seg)
-		if !more {
-			return buf
-		}
-		p = rest
-	}
-}
-
-// lookup finds a container by database and container id (or _rid), under s.mu.
-func (s *Server) lookupLocked(dbID, collID string) (*Container, *reply) {
-	db := s.databaseLocked(dbID)
-	if db == nil {
-		return nil, notFound("database " + dbID + " does not exist")
-	}
-	c := db.containerLocked(collID)
-	if c == nil {
-		return nil, notFound("container " + collID + " does not exist")
-	}
-	return c, nil
-}
-
-func (s *Server) databaseLocked(id string) *Database {
-	if db, ok := s.dbs[id]; ok {
-		return db
-	}
-	for _, db := range s.dbOrder {
-		if db.rid == id {
-			return db
-		}
-	}
-	return nil
-}
-
-// newRID returns a fresh resource id of n bytes, base64 encoded. Like real
-// RIDs it never holds '/' (which the service replaces by '-'); we also avoid
-// '+' so RIDs can be pasted into URLs and lease ids without escaping.
-func (s *Server) newRIDLocked(prefix []byte, n int) string {
-	for {
-		b := append(append([]byte{}, prefix...), make([]byte, n)...)
-		_, _ = rand.Read(b[len(prefix):])
-		rid := base64.StdEncoding.EncodeToString(b)
-		if strings.ContainsAny(rid, "+/") || s.usedRIDs[rid] {
-			continue
-		}
-		s.usedRIDs[rid] = true
-		return rid
-	}
-}
-
-// handlerCount counts running handlers. (A mutex rather than sync/atomic:
-// KEDA's linters ask for go.uber.org/atomic, which this module does not need.)
-type handlerCount struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *handlerCount) Add(delta int) {
-	c.mu.Lock()
-	c.n += delta
-	c.mu.Unlock()
-}
-
-func (c *handlerCount) Load() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
 }

@@ -102,7 +102,7 @@ func TestHeaderKeysCanonical(t *testing.T) {
 // limit, between limit and 2*limit of the newest entries.
 func TestRequestLogChunks(t *testing.T) {
 	for _, limit := range []int{0, 1, 5, 16, 100, 3000} {
-		s := &Server{cfg: config{requestLog: limit}}
+		s := newAccount(config{requestLog: limit}, nil)
 		const total = 5000
 		for i := 0; i < total; i++ {
 			kind := KindQuery

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 
 // Database is a database of a Server.
 type Database struct {
-	srv        *Server
+	acct       *Account
 	id, rid    string
 	ts         int64
 	containers map[string]*Container
@@ -75,16 +76,16 @@ type item struct {
 }
 
 // CreateDatabase returns the database with that id, creating it if needed.
-func (s *Server) CreateDatabase(id string) *Database {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if db, ok := s.dbs[id]; ok {
+func (a *Account) CreateDatabase(id string) *Database {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if db, ok := a.dbs[id]; ok {
 		return db
 	}
-	db := &Database{srv: s, id: id, ts: time.Now().Unix(), containers: map[string]*Container{}}
-	db.rid = s.newRIDLocked(nil, 4)
-	s.dbs[id] = db
-	s.dbOrder = append(s.dbOrder, db)
+	db := &Database{acct: a, id: id, ts: time.Now().Unix(), containers: map[string]*Container{}}
+	db.rid = a.newRIDLocked(nil, 4)
+	a.dbs[id] = db
+	a.dbOrder = append(a.dbOrder, db)
 	return db
 }
 
@@ -98,9 +99,9 @@ func (d *Database) RID() string { return d.rid }
 // with partitionKeyPath (e.g. "/pk") and physicalRanges ranges ("0".."N-1")
 // splitting the EPK space evenly. An existing container is returned unchanged.
 func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges int) *Container {
-	s := d.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := d.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if c, ok := d.containers[id]; ok {
 		return c
 	}
@@ -121,7 +122,7 @@ func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges i
 		items:     map[string]*item{},
 	}
 	// Like real collection RIDs: the database RID's bytes followed by four more.
-	c.rid = s.newRIDLocked(dbRID, 4)
+	c.rid = a.newRIDLocked(dbRID, 4)
 	bounds := evenBounds(physicalRanges)
 	for i := 0; i < physicalRanges; i++ {
 		c.addRangeLocked(bounds[i], bounds[i+1], nil, 0)
@@ -129,18 +130,6 @@ func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges i
 	d.containers[id] = c
 	d.order = append(d.order, c)
 	return c
-}
-
-func (d *Database) containerLocked(id string) *Container {
-	if c, ok := d.containers[id]; ok {
-		return c
-	}
-	for _, c := range d.order {
-		if c.rid == id {
-			return c
-		}
-	}
-	return nil
 }
 
 // ID is the container id.
@@ -174,8 +163,8 @@ func (c *Container) addRangeLocked(lower, upper string, parents []string, lsn in
 
 // Ranges returns the live physical ranges sorted by MinInclusive.
 func (c *Container) Ranges() []PartitionKeyRange {
-	c.db.srv.mu.Lock()
-	defer c.db.srv.mu.Unlock()
+	c.db.acct.mu.Lock()
+	defer c.db.acct.mu.Unlock()
 	out := make([]PartitionKeyRange, len(c.ranges))
 	for i, r := range c.ranges {
 		out[i] = r.public()
@@ -185,8 +174,8 @@ func (c *Container) Ranges() []PartitionKeyRange {
 
 // LSN is the current LSN of a live range, or -1 if no live range has that id.
 func (c *Container) LSN(rangeID string) int64 {
-	c.db.srv.mu.Lock()
-	defer c.db.srv.mu.Unlock()
+	c.db.acct.mu.Lock()
+	defer c.db.acct.mu.Unlock()
 	r := c.liveRangeLocked(rangeID)
 	if r == nil {
 		return -1
@@ -221,9 +210,9 @@ var ErrRangeNotFound = errors.New("cosmostest: no live partition key range with 
 // parent's and advances independently; items keep their _lsn. Afterwards the
 // parent id answers 410 with substatus 1002.
 func (c *Container) Split(rangeID string) (left, right PartitionKeyRange, err error) {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	p := c.liveRangeLocked(rangeID)
 	if p == nil {
 		return left, right, fmt.Errorf("split range %q of %s: %w", rangeID, c.id, ErrRangeNotFound)
@@ -242,9 +231,9 @@ func (c *Container) Split(rangeID string) (left, right PartitionKeyRange, err er
 // Merge replaces two adjacent live ranges by one child with the next free id
 // whose parents are both; its LSN starts at the larger of the parents'.
 func (c *Container) Merge(leftID, rightID string) (PartitionKeyRange, error) {
-	s := c.db.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	a := c.db.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	l, r := c.liveRangeLocked(leftID), c.liveRangeLocked(rightID)
 	if l == nil || r == nil {
 		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: %w", leftID, rightID, c.id, ErrRangeNotFound)
@@ -273,11 +262,54 @@ func (c *Container) retireLocked(p *pkRange) {
 
 // rangeByID returns any range ever created, live or gone.
 func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
-	c.db.srv.mu.Lock()
-	defer c.db.srv.mu.Unlock()
+	c.db.acct.mu.Lock()
+	defer c.db.acct.mu.Unlock()
 	pr, ok := c.allRanges[id]
 	if !ok {
 		return PartitionKeyRange{}, false, false
 	}
 	return pr.public(), pr.gone, true
+}
+
+// pkRangesReply lists the live physical ranges. The etag changes with every
+// split or merge; If-None-Match with the current etag answers 304. An
+// incremental (A-IM) read returns the full current set rather than a delta.
+func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
+	return a.inContainer(dbID, collID, func(c *Container) *reply { return pkRangesLocked(r, c) })
+}
+
+func pkRangesLocked(r *http.Request, c *Container) *reply {
+	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
+	if headerValue(r.Header, "If-None-Match") == etag {
+		out := newReply(http.StatusNotModified, chargeMetadata)
+		out.set(hdrETag, etag)
+		return out
+	}
+	list := make([]map[string]any, len(c.ranges))
+	for i, pr := range c.ranges {
+		parents := append([]string{}, pr.parents...)
+		list[i] = map[string]any{
+			"_rid":                    pr.rid,
+			"id":                      pr.id,
+			"_etag":                   `"` + pr.rid + `"`,
+			"minInclusive":            pr.min,
+			"maxExclusive":            pr.max,
+			"ridPrefix":               i,
+			"_self":                   "dbs/" + c.db.rid + "/colls/" + c.rid + "/pkranges/" + pr.rid + "/",
+			"throughputFraction":      1 / float64(len(c.ranges)),
+			"status":                  "online",
+			"parents":                 parents,
+			"ownedArchivalPKRangeIds": []string{},
+			"_ts":                     c.ts,
+			"_lsn":                    pr.lsn,
+		}
+	}
+	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{
+		"_rid":               c.rid,
+		"PartitionKeyRanges": list,
+		"_count":             len(list),
+	})
+	out.set(hdrETag, etag)
+	out.set(hdrItemCount, strconv.Itoa(len(list)))
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -18,7 +19,7 @@ func newCosmosDBBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
-	env.processor = cosmostest.NewProcessor("orders-processor", env.monitored, env.leases, cosmostest.DotNetV0)
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, lease.DotNetV0)
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +89,12 @@ func TestCosmosDBWorkloadIdentity(t *testing.T) {
 // Account key for the data account, bearer token for a separate lease account.
 func TestCosmosDBKeyForDataBearerForLease(t *testing.T) {
 	const resource = "https://cosmos.private.example"
-	data := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	data := newCosmosEnv(t, 1, lease.DotNetV0)
 	data.writeToRange(t, "0", 9)
 	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(cosmosDBTokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewProcessor("orders-processor", data.monitored, leaseContainer, cosmostest.DotNetV0)
+	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, lease.DotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			var srv *cosmostest.Server
 			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer() })
 			defer srv.Close()
-			if _, err := srv.LaggingProcessor("orders-processor", leases, 3); err != nil {
+			if _, err := srv.LaggingLeases("orders-processor", leases, 3); err != nil {
 				b.Fatal(err)
 			}
 			config := cosmosDBScalerConfig(map[string]string{

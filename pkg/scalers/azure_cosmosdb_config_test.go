@@ -8,6 +8,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -137,7 +138,7 @@ func TestCosmosDBMetricSpec(t *testing.T) {
 // Credential sources and their precedence, proven by which key the
 // embedded account accepts.
 func TestCosmosDBCredentialPrecedence(t *testing.T) {
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	env.writeToRange(t, "0", 4)
 	wrongKey := cosmosDBCanaryKey
 	cases := []struct {
@@ -175,12 +176,12 @@ func TestCosmosDBCredentialPrecedence(t *testing.T) {
 // Separate data and lease accounts, each with its own key; and a lease
 // account that inherits nothing when configured.
 func TestCosmosDBSeparateLeaseAccount(t *testing.T) {
-	data := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	data := newCosmosEnv(t, 2, lease.DotNetV0)
 	data.writeToRange(t, "1", 6)
 	leaseServer := cosmostest.NewServer(cosmostest.WithAccountName("leaseaccount"))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("meta").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewProcessor("orders-processor", data.monitored, leaseContainer, cosmostest.DotNetV0)
+	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, lease.DotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // Any failure fails the poll with an error naming what failed; there is no
@@ -29,7 +30,7 @@ func TestCosmosDBFailuresFailThePoll(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newCosmosEnv(t, 3, cosmostest.DotNetV0)
+			env := newCosmosEnv(t, 3, lease.DotNetV0)
 			for _, r := range []string{"0", "1", "2"} {
 				env.writeToRange(t, r, 10)
 			}
@@ -47,7 +48,7 @@ func TestCosmosDBFailuresFailThePoll(t *testing.T) {
 
 // A wrong account key is an authentication failure of the poll.
 func TestCosmosDBWrongKeyFailsThePoll(t *testing.T) {
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": cosmosDBCanaryKey}))
 	err := pollCosmosDBError(t, s)
 	assertCosmosDBError(t, err, "401")
@@ -58,7 +59,7 @@ func TestCosmosDBWrongKeyFailsThePoll(t *testing.T) {
 
 // A missing monitored container is reported, not read as zero lag.
 func TestCosmosDBMissingMonitoredContainer(t *testing.T) {
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("containerId", "nosuchcontainer"), cosmosDBKeyAuth(env.server)))
 	assertCosmosDBError(t, pollCosmosDBError(t, s), "nosuchcontainer", "404")
 }
@@ -66,7 +67,7 @@ func TestCosmosDBMissingMonitoredContainer(t *testing.T) {
 // The poll honours its context: a deadline shorter than the service's
 // latency fails the poll promptly.
 func TestCosmosDBPollHonoursContextDeadline(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 	pollCosmosDB(t, s)
 	env.server.SetLatency(5 * time.Second)

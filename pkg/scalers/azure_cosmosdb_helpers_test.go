@@ -9,6 +9,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
@@ -18,11 +19,11 @@ type cosmosEnv struct {
 	server    *cosmostest.Server
 	monitored *cosmostest.Container
 	leases    *cosmostest.Container
-	processor *cosmostest.Processor
+	processor *cosmostest.LeaseWriter
 	tokens    []string
 }
 
-func newCosmosEnv(t *testing.T, ranges int, format cosmostest.LeaseFormat) *cosmosEnv {
+func newCosmosEnv(t *testing.T, ranges int, format lease.Format) *cosmosEnv {
 	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
@@ -32,7 +33,7 @@ func newCosmosEnv(t *testing.T, ranges int, format cosmostest.LeaseFormat) *cosm
 		monitored: db.CreateContainer("orders", "/customerId", ranges),
 		leases:    db.CreateContainer("leases", "/id", 1),
 	}
-	env.processor = cosmostest.NewProcessor("orders-processor", env.monitored, env.leases, format)
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, format)
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatalf("create leases: %v", err)

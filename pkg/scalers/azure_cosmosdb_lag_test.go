@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
-var cosmosDBLeaseFormats = []cosmostest.LeaseFormat{
-	cosmostest.DotNetV0, cosmostest.DotNetV1EPK, cosmostest.JavaV0, cosmostest.JavaV1EPK, cosmostest.DotNetV2Library,
+var cosmosDBLeaseFormats = []lease.Format{
+	lease.DotNetV0, lease.DotNetV1, lease.JavaV0, lease.JavaV1, lease.DotNetV2Library,
 }
 
 // Each writer's lease format yields the same estimate for the same backlog.
 func TestCosmosDBLagForEachLeaseFormat(t *testing.T) {
 	for _, format := range cosmosDBLeaseFormats {
-		t.Run(format.String(), func(t *testing.T) {
+		t.Run(string(format), func(t *testing.T) {
 			env := newCosmosEnv(t, 3, format)
 			env.writeToRange(t, "0", 40)
 			env.writeToRange(t, "2", 250)
@@ -31,7 +32,7 @@ func TestCosmosDBLagForEachLeaseFormat(t *testing.T) {
 
 // No pending items (304 from every lease's checkpoint) is zero and inactive.
 func TestCosmosDBNoLagIsZeroAndInactive(t *testing.T) {
-	env := newCosmosEnv(t, 4, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 4, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 	metric, active := pollCosmosDB(t, s)
 	if metric != 0 || active {
@@ -47,7 +48,7 @@ func TestCosmosDBLagFromCheckpointForEachSessionTokenForm(t *testing.T) {
 	}
 	for name, form := range forms {
 		t.Run(name, func(t *testing.T) {
-			env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+			env := newCosmosEnv(t, 1, lease.DotNetV0)
 			env.server.SetSessionTokenForm(form)
 			start := env.monitored.LSN("0")
 			env.writeToRange(t, "0", 30)
@@ -64,7 +65,7 @@ func TestCosmosDBLagFromCheckpointForEachSessionTokenForm(t *testing.T) {
 
 // A lease that caught up reads 304 and contributes nothing.
 func TestCosmosDBCaughtUpLeaseIsZero(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	env.writeToRange(t, "0", 50)
 	env.writeToRange(t, "1", 50)
 	if err := env.processor.CatchUp("1"); err != nil {
@@ -79,7 +80,7 @@ func TestCosmosDBCaughtUpLeaseIsZero(t *testing.T) {
 // The metric is min(totalLag, activePartitions * threshold): a single hot
 // partition never asks for more than one replica's worth.
 func TestCosmosDBSingleHotPartitionIsCappedAtOneThreshold(t *testing.T) {
-	env := newCosmosEnv(t, 4, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 4, lease.DotNetV0)
 	env.writeToRange(t, "3", 5000)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("changeFeedLagThreshold", "100"), cosmosDBKeyAuth(env.server)))
 	if metric, active := pollCosmosDB(t, s); metric != 100 || !active {
@@ -95,7 +96,7 @@ func TestCosmosDBActivationThreshold(t *testing.T) {
 		active     bool
 	}{{5, "5", false}, {6, "5", true}, {1, "0", true}} {
 		t.Run(fmt.Sprintf("%d-over-%s", tc.written, tc.activation), func(t *testing.T) {
-			env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+			env := newCosmosEnv(t, 1, lease.DotNetV0)
 			env.writeToRange(t, "0", tc.written)
 			s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata("activationChangeFeedLagThreshold", tc.activation), cosmosDBKeyAuth(env.server)))
 			metric, active := pollCosmosDB(t, s)
@@ -108,7 +109,7 @@ func TestCosmosDBActivationThreshold(t *testing.T) {
 
 // More leases than one query page: every page is read and counted.
 func TestCosmosDBReadsEveryLeasePage(t *testing.T) {
-	env := newCosmosEnv(t, 120, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 120, lease.DotNetV0)
 	for i := 0; i < 1100; i++ { // other documents sharing the prefix push leases past the first page
 		if _, err := env.leases.Upsert(map[string]any{"id": fmt.Sprintf("orders-processor-archive-%04d", i)}); err != nil {
 			t.Fatal(err)
@@ -134,7 +135,7 @@ func TestCosmosDBReadsEveryLeasePage(t *testing.T) {
 // another monitored container and on another account, and bookkeeping
 // documents are never counted.
 func TestCosmosDBCountsOnlyThisProcessorsLeases(t *testing.T) {
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	env.writeToRange(t, "0", 7)
 
 	db := env.monitored.Database()
@@ -142,12 +143,12 @@ func TestCosmosDBCountsOnlyThisProcessorsLeases(t *testing.T) {
 	if err := other.WriteItemsToRange("0", 500); err != nil {
 		t.Fatal(err)
 	}
-	strangers := []*cosmostest.Processor{
-		cosmostest.NewProcessor("orders-processor-v2", env.monitored, env.leases, cosmostest.DotNetV0),
-		cosmostest.NewProcessor("orders-processor", other, env.leases, cosmostest.DotNetV0),
-		cosmostest.NewProcessor("orders-processor", other, env.leases, cosmostest.JavaV0),
+	strangers := []*cosmostest.LeaseWriter{
+		cosmostest.NewLeaseWriter("orders-processor-v2", env.monitored, env.leases, lease.DotNetV0),
+		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, lease.DotNetV0),
+		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, lease.JavaV0),
 	}
-	otherAccount := cosmostest.NewProcessor("orders-processor", env.monitored, env.leases, cosmostest.DotNetV1EPK)
+	otherAccount := cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, lease.DotNetV1)
 	otherAccount.AccountHost = "someoneelse.documents.azure.com"
 	strangers = append(strangers, otherAccount)
 	for _, p := range strangers {

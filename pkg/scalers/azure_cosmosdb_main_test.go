@@ -12,7 +12,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -22,7 +22,7 @@ import (
 // set: in KEDA's tree these tests share a package with every other scaler's
 // (a proxy broke KEDA's own gRPC tests there). Bearer tests therefore use
 // cloud: Private, whose authorities skip MSAL's public instance discovery.
-var cosmosDBTokenIssuer *cosmostest.TokenIssuer
+var cosmosDBTokenIssuer *entraidtest.Issuer
 
 // cosmosDBLogs captures everything the scaler logs (verbosity 1 included), so
 // tests can assert that no secret ever reaches a log line.
@@ -52,7 +52,12 @@ func TestMain(m *testing.M) {
 
 func runCosmosDBTestsWithTokenIssuer(m *testing.M) int {
 	logf.SetLogger(funcr.New(func(prefix, args string) { cosmosDBLogs.add(prefix + " " + args) }, funcr.Options{Verbosity: 1}))
-	cosmosDBTokenIssuer = cosmostest.NewTokenIssuer()
+	issuer, err := entraidtest.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cosmosDBTokenIssuer = issuer
 	defer cosmosDBTokenIssuer.Close()
 	dir, err := os.MkdirTemp("", "cosmosdb-scaler-test")
 	if err != nil {

@@ -11,12 +11,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // lagging3 is an env whose three leases hold 10, 20 and 30 pending items.
 func lagging3(t *testing.T) (*cosmosEnv, Scaler) {
 	t.Helper()
-	env := newCosmosEnv(t, 3, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 3, lease.DotNetV0)
 	for i, r := range []string{"0", "1", "2"} {
 		env.writeToRange(t, r, 10*(i+1))
 	}
@@ -89,7 +90,7 @@ func TestCosmosDBCancelledPollReturnsPromptlyWithoutLeaks(t *testing.T) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
-	env := newCosmosEnv(t, 8, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 8, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 	pollCosmosDB(t, s)
 	env.server.SetLatency(10 * time.Second)
@@ -152,7 +153,7 @@ func TestCosmosDBConcurrentPollsAgree(t *testing.T) {
 // A range that splits between the lease query and the change feed reads is
 // the spec's split case: refresh, retry, stale parent wakes one replica.
 func TestCosmosDBSplitBetweenQueryAndRead(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 	pollCosmosDB(t, s)
 	var once sync.Once
@@ -204,7 +205,7 @@ func TestCosmosDBTenThousandLeases(t *testing.T) {
 	}
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
-	p, err := srv.LaggingProcessor("orders-processor", 10000, 1)
+	p, err := srv.LaggingLeases("orders-processor", 10000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

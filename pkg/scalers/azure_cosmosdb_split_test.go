@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // A 410/1002 that the lease refresh resolves: one complete lease refresh,
 // one retry, and the metric is what it would have been without the split.
 func TestCosmosDBSplitRecoveredAfterLeaseRefresh(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	env.writeToRange(t, "0", 30)
 	env.writeToRange(t, "1", 20)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
@@ -29,8 +30,8 @@ func TestCosmosDBSplitRecoveredAfterLeaseRefresh(t *testing.T) {
 // A real split the processor has not handled, with no other lag: the
 // scaler wakes exactly one replica with activation + 1.
 func TestCosmosDBStaleParentAloneWakesOneReplica(t *testing.T) {
-	for _, format := range []cosmostest.LeaseFormat{cosmostest.DotNetV0, cosmostest.DotNetV1EPK, cosmostest.JavaV1EPK} {
-		t.Run(format.String(), func(t *testing.T) {
+	for _, format := range []lease.Format{lease.DotNetV0, lease.DotNetV1, lease.JavaV1} {
+		t.Run(string(format), func(t *testing.T) {
 			env := newCosmosEnv(t, 2, format)
 			if _, _, err := env.monitored.Split(env.monitored.Ranges()[0].ID); err != nil {
 				t.Fatal(err)
@@ -50,7 +51,7 @@ func TestCosmosDBStaleParentAloneWakesOneReplica(t *testing.T) {
 
 // A stale parent next to real lag does not add an active partition.
 func TestCosmosDBStaleParentWithOtherLagAddsNoPartition(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	env.writeToRange(t, "1", 500)
 	if _, _, err := env.monitored.Split("0"); err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestCosmosDBStaleParentWithOtherLagAddsNoPartition(t *testing.T) {
 
 // Other lag at or below activation is raised just above it.
 func TestCosmosDBStaleParentRaisesSmallLagAboveActivation(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 2, lease.DotNetV0)
 	env.writeToRange(t, "1", 3)
 	if _, _, err := env.monitored.Split("0"); err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestCosmosDBStaleParentRaisesSmallLagAboveActivation(t *testing.T) {
 // from the children again: each child continues the parent's LSNs.
 func TestCosmosDBChildLeasesAfterSplit(t *testing.T) {
 	for _, format := range cosmosDBLeaseFormats {
-		t.Run(format.String(), func(t *testing.T) {
+		t.Run(string(format), func(t *testing.T) {
 			env := newCosmosEnv(t, 1, format)
 			env.writeToRange(t, "0", 10)
 			if err := env.processor.CatchUp(env.tokens[0]); err != nil {
@@ -105,7 +106,7 @@ func TestCosmosDBChildLeasesAfterSplit(t *testing.T) {
 // with the EPK sub-range headers, so a caught-up lease stays at zero even
 // though its merged range holds newer LSNs from the other side.
 func TestCosmosDBEPKLeasesInsideMergedRange(t *testing.T) {
-	env := newCosmosEnv(t, 2, cosmostest.DotNetV1EPK)
+	env := newCosmosEnv(t, 2, lease.DotNetV1)
 	ranges := env.monitored.Ranges()
 	env.writeToRange(t, ranges[0].ID, 4) // LSNs 1..4
 	env.writeToRange(t, ranges[1].ID, 9) // LSNs 1..9
@@ -133,7 +134,7 @@ func TestCosmosDBEPKLeasesInsideMergedRange(t *testing.T) {
 // Only 410 with substatus 1002 is a split; other 410s fail the poll.
 func TestCosmosDBOther410IsAnError(t *testing.T) {
 	for _, sub := range []int{1007, 1008, 0} {
-		env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+		env := newCosmosEnv(t, 1, lease.DotNetV0)
 		env.writeToRange(t, "0", 3)
 		env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: http.StatusGone, SubStatus: sub})
 		s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))

@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
@@ -182,14 +184,21 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 	}
 
 	// The account as a change feed processor finds it on its first start.
-	items, err := account.createContainer(ctx, database, monitored, "/customerId", physicalPartitions)
+	ranges, one := physicalPartitions, 1
+	items, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
+		Database: database, ID: monitored, PartitionKeyPath: "/customerId", Ranges: &ranges})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := account.createContainer(ctx, database, leases, "/id", 1); err != nil {
+	if _, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
+		Database: database, ID: leases, PartitionKeyPath: "/id", Ranges: &one}); err != nil {
 		t.Fatal(err)
 	}
-	started, err := account.startProcessor(ctx, processorName, database, monitored, leases)
+	// Leases as a .NET change feed processor creates them on its first
+	// start: one per physical range, starting now.
+	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
+		Name: processorName, Database: database, Monitored: monitored, Leases: leases,
+		Format: string(lease.DotNetV0), StartFromNow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +304,7 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 
 	t.Run("a split leaving a stale parent lease wakes exactly one replica", func(t *testing.T) {
 		parent := items.Ranges[2]
-		if err := account.split(ctx, database, monitored, parent.ID); err != nil {
+		if _, err := account.control.Split(ctx, database, monitored, parent.ID); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s split partition %s; its lease is now a stale parent, no item is pending", k.elapsed(), parent.ID)

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
 
 // cosmosAccount talks to the embedded server started by hack/e2e-local.sh:
@@ -27,7 +27,7 @@ import (
 type cosmosAccount struct {
 	endpoint string // https://host:port/
 	key      string // base64 account key
-	control  string // http://host:port
+	control  *control.Client
 	http     *http.Client
 }
 
@@ -35,9 +35,9 @@ func cosmosAccountFromEnv() (*cosmosAccount, error) {
 	a := &cosmosAccount{
 		endpoint: os.Getenv("COSMOS_ENDPOINT"),
 		key:      os.Getenv("COSMOS_KEY"),
-		control:  strings.TrimSuffix(os.Getenv("COSMOS_CONTROL_URL"), "/"),
 	}
-	if a.endpoint == "" || a.key == "" || a.control == "" {
+	controlURL := os.Getenv("COSMOS_CONTROL_URL")
+	if a.endpoint == "" || a.key == "" || controlURL == "" {
 		return nil, fmt.Errorf("COSMOS_ENDPOINT, COSMOS_KEY and COSMOS_CONTROL_URL must be set (run through hack/e2e-local.sh)")
 	}
 	pemBytes, err := os.ReadFile(os.Getenv("COSMOS_CA_FILE"))
@@ -52,97 +52,13 @@ func cosmosAccountFromEnv() (*cosmosAccount, error) {
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 	}
+	a.control = control.NewClient(controlURL, a.http)
 	return a, nil
 }
 
 // connectionString is what the Secret of the TriggerAuthentication holds.
 func (a *cosmosAccount) connectionString() string {
 	return "AccountEndpoint=" + a.endpoint + ";AccountKey=" + a.key + ";"
-}
-
-type feedRange struct {
-	ID           string `json:"id"`
-	MinInclusive string `json:"minInclusive"`
-	MaxExclusive string `json:"maxExclusive"`
-}
-
-type containerInfo struct {
-	Ranges []feedRange `json:"ranges"`
-}
-
-type processorInfo struct {
-	Prefix string `json:"prefix"`
-	Leases []struct {
-		ID    string `json:"id"`
-		Token string `json:"token"`
-	} `json:"leases"`
-}
-
-// controlCall sends one control API request and decodes the JSON reply into out.
-func (a *cosmosAccount) controlCall(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.control+path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("control %s %s: %s: %s", method, path, resp.Status, b)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
-}
-
-func (a *cosmosAccount) createContainer(ctx context.Context, db, id, pkPath string, ranges int) (containerInfo, error) {
-	var c containerInfo
-	err := a.controlCall(ctx, http.MethodPost, "/control/containers",
-		map[string]any{"database": db, "id": id, "partitionKeyPath": pkPath, "ranges": ranges}, &c)
-	return c, err
-}
-
-func (a *cosmosAccount) ranges(ctx context.Context, db, id string) ([]feedRange, error) {
-	var c containerInfo
-	err := a.controlCall(ctx, http.MethodGet, "/control/containers/"+db+"/"+id+"/ranges", nil, &c)
-	return c.Ranges, err
-}
-
-func (a *cosmosAccount) split(ctx context.Context, db, id, rangeID string) error {
-	return a.controlCall(ctx, http.MethodPost, "/control/split",
-		map[string]any{"database": db, "container": id, "range": rangeID}, nil)
-}
-
-func (a *cosmosAccount) partitionKeyFor(ctx context.Context, db, id, rangeID string) (string, error) {
-	var out struct {
-		PartitionKey string `json:"partitionKey"`
-	}
-	q := url.Values{"database": {db}, "container": {id}, "range": {rangeID}}
-	err := a.controlCall(ctx, http.MethodGet, "/control/partition-key?"+q.Encode(), nil, &out)
-	return out.PartitionKey, err
-}
-
-// startProcessor creates the processor's leases as a .NET change feed
-// processor does on its first start: one per physical range, starting now.
-func (a *cosmosAccount) startProcessor(ctx context.Context, name, db, monitored, leases string) (processorInfo, error) {
-	var p processorInfo
-	err := a.controlCall(ctx, http.MethodPost, "/control/processors", map[string]any{
-		"name": name, "database": db, "monitored": monitored, "leases": leases,
-		"format": "DotNetV0", "startFromNow": true,
-	}, &p)
-	return p, err
 }
 
 // rest sends one signed Cosmos DB REST request. resourcePath has no leading
@@ -199,7 +115,7 @@ func partitionKeyHeader(pk string) http.Header {
 // writeItems inserts n orders whose partition key lands in the given
 // physical range, as an application would (POST …/docs).
 func (a *cosmosAccount) writeItems(ctx context.Context, db, coll, rangeID string, n int) error {
-	pk, err := a.partitionKeyFor(ctx, db, coll, rangeID)
+	pk, err := a.control.PartitionKey(ctx, db, coll, rangeID)
 	if err != nil {
 		return err
 	}
@@ -269,17 +185,17 @@ func (p *processor) catchUp(ctx context.Context, token string) error {
 // followSplit does what a processor does when its range answers 410 after a
 // split: one lease per child range, starting from the parent's
 // continuation, then the parent lease goes.
-func (p *processor) followSplit(ctx context.Context, parent feedRange) ([]string, error) {
+func (p *processor) followSplit(ctx context.Context, parent control.Range) ([]string, error) {
 	lease, err := p.readLease(ctx, parent.ID)
 	if err != nil {
 		return nil, err
 	}
-	live, err := p.account.ranges(ctx, p.db, p.monitored)
+	live, err := p.account.control.Container(ctx, p.db, p.monitored)
 	if err != nil {
 		return nil, err
 	}
 	var children []string
-	for _, r := range live {
+	for _, r := range live.Ranges {
 		if r.MinInclusive < parent.MinInclusive || (parent.MaxExclusive != "" && r.MaxExclusive > parent.MaxExclusive) || r.ID == parent.ID {
 			continue
 		}

@@ -138,7 +138,7 @@ func scalerConfig(md, resolvedEnv map[string]string) *scalersconfig.ScalerConfig
 func TestKEDAClientGetsTheInTreeEstimate(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	proc, err := cosmos.LaggingProcessor("orders-processor", 4, 30)
+	proc, err := cosmos.LaggingLeases("orders-processor", 4, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestKEDAClientGetsTheInTreeEstimate(t *testing.T) {
 func TestKEDAPushScaler(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingProcessor("orders-processor", 2, 5); err != nil {
+	if _, err := cosmos.LaggingLeases("orders-processor", 2, 5); err != nil {
 		t.Fatal(err)
 	}
 	addr := startServer(t, "COSMOS_CONNECTION="+cosmos.ConnectionString())
@@ -246,7 +246,7 @@ func TestKEDAPushScaler(t *testing.T) {
 func TestKEDARewritesFromEnvMetadata(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingProcessor("orders-processor", 1, 1); err != nil {
+	if _, err := cosmos.LaggingLeases("orders-processor", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	secret := cosmos.ConnectionString()

@@ -1,4 +1,7 @@
-package cosmostest
+// Package testcert makes the throw-away TLS certificates of the cosmostest
+// servers: a self-signed one for the Cosmos DB endpoint and a small CA that
+// mints one certificate per host name for the Entra ID test issuer.
+package testcert
 
 import (
 	"crypto/ecdsa"
@@ -16,18 +19,18 @@ import (
 	"time"
 )
 
-// selfSignedCert makes a throw-away certificate valid for a day for the
+// SelfSigned makes a throw-away certificate valid for a day for the
 // loopback addresses, "localhost" and each of hosts: an IP address becomes an
 // IP SAN, anything else a DNS SAN. An unspecified address ("0.0.0.0", "::")
 // also adds the addresses of every local interface, so clients can connect
 // by whichever of them routes to a wildcard listener. It returns the
 // certificate's PEM too.
-func selfSignedCert(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
+func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
-	ips, names := subjectAltNames(hosts)
+	ips, names := SubjectAltNames(hosts)
 	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "cosmostest server"},
@@ -54,10 +57,10 @@ func selfSignedCert(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, e
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, certPEM, nil
 }
 
-// subjectAltNames returns the loopback addresses and "localhost" plus hosts
+// SubjectAltNames returns the loopback addresses and "localhost" plus hosts
 // (IPs and names, each once), and for unspecified addresses the addresses of
 // the local interfaces.
-func subjectAltNames(hosts []string) ([]net.IP, []string) {
+func SubjectAltNames(hosts []string) ([]net.IP, []string) {
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	names := []string{"localhost"}
 	addIP := func(ip net.IP) {
@@ -96,9 +99,9 @@ func subjectAltNames(hosts []string) ([]net.IP, []string) {
 	return ips, names
 }
 
-// testCA is a throw-away certificate authority that mints server
-// certificates on demand, one per host name (or IP address).
-type testCA struct {
+// CA is a throw-away certificate authority that mints server certificates
+// on demand, one per host name (or IP address).
+type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 	pool *x509.CertPool
@@ -108,7 +111,8 @@ type testCA struct {
 	leafs map[string]*tls.Certificate
 }
 
-func newTestCA() (*testCA, error) {
+// NewCA makes a CA valid for a day.
+func NewCA() (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -132,7 +136,7 @@ func newTestCA() (*testCA, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &testCA{
+	return &CA{
 		cert:  cert,
 		key:   key,
 		pool:  pool,
@@ -141,8 +145,8 @@ func newTestCA() (*testCA, error) {
 	}, nil
 }
 
-// leaf returns a certificate for host; "" means the loopback addresses.
-func (ca *testCA) leaf(host string) (*tls.Certificate, error) {
+// Leaf returns a certificate for host; "" means the loopback addresses.
+func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	if c, ok := ca.leafs[host]; ok {
@@ -180,3 +184,9 @@ func randomSerial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
 }
+
+// PEM is the CA certificate in PEM form (a copy), for SSL_CERT_FILE.
+func (ca *CA) PEM() []byte { return append([]byte{}, ca.pem...) }
+
+// Pool trusts the CA.
+func (ca *CA) Pool() *x509.CertPool { return ca.pool }

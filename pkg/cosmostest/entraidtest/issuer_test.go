@@ -1,7 +1,8 @@
-package cosmostest
+package entraidtest
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"os"
@@ -14,14 +15,44 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"go.uber.org/goleak"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 const cosmosScope = "https://cosmos.azure.com/.default"
 
-func issuerOptions(ti *TokenIssuer, authority string) azcore.ClientOptions {
+// newIssuer starts an issuer and a proxy that serves it under any host name
+// (MSAL sends instance discovery to login.microsoftonline.com); the client
+// goes through the proxy.
+func newIssuer(t *testing.T) (*Issuer, *http.Client) {
+	t.Helper()
+	ti, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ti.Close)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ti.CAPEM()) {
+		t.Fatal("CAPEM holds no certificate")
+	}
+	proxy, err := connectproxy.New(ti, ti.Certificate, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	return ti, proxy.Client()
+}
+
+func issuerOptions(client *http.Client, authority string) azcore.ClientOptions {
 	return azcore.ClientOptions{
 		Cloud:     cloud.Configuration{ActiveDirectoryAuthorityHost: authority},
-		Transport: ti.Client(),
+		Transport: client,
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 	}
 }
@@ -35,17 +66,16 @@ func getToken(t *testing.T, cred azcore.TokenCredential, scope string) string {
 	return tok.Token
 }
 
-func (t *TokenIssuer) requestLog() []string {
+func (t *Issuer) requestLog() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]string{}, t.log...)
 }
 
-func TestTokenIssuerClientSecretCredential(t *testing.T) {
-	ti := NewTokenIssuer()
-	defer ti.Close()
+func TestIssuerClientSecretCredential(t *testing.T) {
+	ti, client := newIssuer(t)
 	cred, err := azidentity.NewClientSecretCredential("tenant-1", "client-1", "s3cret",
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(ti, ti.URL())})
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +110,14 @@ func TestTokenIssuerClientSecretCredential(t *testing.T) {
 	if err := ti.Verifier("")(tok[:len(tok)-2] + "xx"); err == nil {
 		t.Error("verifier accepted a tampered token")
 	}
-	other := NewTokenIssuer()
-	defer other.Close()
+	other, _ := newIssuer(t)
 	if err := other.Verifier("")(tok); err == nil {
 		t.Error("another issuer accepted the token")
 	}
 }
 
-func TestTokenIssuerWorkloadIdentityCredential(t *testing.T) {
-	ti := NewTokenIssuer()
-	defer ti.Close()
+func TestIssuerWorkloadIdentityCredential(t *testing.T) {
+	ti, client := newIssuer(t)
 	file := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(file, []byte("federated-service-account-token"), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,7 +126,7 @@ func TestTokenIssuerWorkloadIdentityCredential(t *testing.T) {
 		ClientID:      "wi-client",
 		TenantID:      "tenant-2",
 		TokenFilePath: file,
-		ClientOptions: issuerOptions(ti, ti.URL()),
+		ClientOptions: issuerOptions(client, ti.URL()),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +140,10 @@ func TestTokenIssuerWorkloadIdentityCredential(t *testing.T) {
 	}
 }
 
-func TestTokenIssuerServesPublicCloudAuthorityThroughProxy(t *testing.T) {
-	ti := NewTokenIssuer()
-	defer ti.Close()
+func TestIssuerServesPublicCloudAuthorityThroughProxy(t *testing.T) {
+	ti, client := newIssuer(t)
 	cred, err := azidentity.NewClientSecretCredential("tenant-3", "client-3", "s3cret",
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(ti, cloud.AzurePublic.ActiveDirectoryAuthorityHost)})
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, cloud.AzurePublic.ActiveDirectoryAuthorityHost)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +153,12 @@ func TestTokenIssuerServesPublicCloudAuthorityThroughProxy(t *testing.T) {
 	}
 }
 
-func TestTokenIssuerFaults(t *testing.T) {
-	ti := NewTokenIssuer()
-	defer ti.Close()
-	ti.InjectFault(Fault{Kind: KindToken, Status: http.StatusServiceUnavailable, Times: 1})
+func TestIssuerFaults(t *testing.T) {
+	ti, client := newIssuer(t)
+	ti.InjectFault(Fault{Status: http.StatusServiceUnavailable, Times: 1})
 	newCred := func() azcore.TokenCredential {
 		cred, err := azidentity.NewClientSecretCredential("tenant-4", "client-4", "s3cret",
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(ti, ti.URL()), DisableInstanceDiscovery: true})
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL()), DisableInstanceDiscovery: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,14 +178,13 @@ func TestTokenIssuerFaults(t *testing.T) {
 // An azcosmos client authenticated with Entra ID tokens from the issuer
 // talks to a TLS server that verifies them.
 func TestEntraIDEndToEnd(t *testing.T) {
-	ti := NewTokenIssuer()
-	defer ti.Close()
-	s := NewTLSServer(WithTokenVerifier(ti.Verifier(cosmosScope)))
+	ti, client := newIssuer(t)
+	s := cosmostest.NewTLSServer(cosmostest.WithTokenVerifier(ti.Verifier(cosmosScope)))
 	defer s.Close()
 	db := s.CreateDatabase("db")
 
 	cred, err := azidentity.NewClientSecretCredential("tenant-5", "client-5", "s3cret",
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(ti, ti.URL())})
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL())})
 	if err != nil {
 		t.Fatal(err)
 	}

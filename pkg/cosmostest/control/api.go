@@ -1,0 +1,107 @@
+// Package control is the control API of a standalone cosmostest server
+// (cosmoslag serve): what only the service itself does, over plain HTTP and
+// JSON — creating databases and containers, splitting partitions, writing a
+// processor's first leases, finding a partition key value for a chosen
+// physical partition. It holds the one definition of the contract: the
+// routes and wire types below, the Handler that serves them and the Client
+// that calls them. The routes and JSON fields are a public interface
+// (README, scripts): change them only compatibly.
+package control
+
+// Routes of the control API.
+const (
+	RouteContainers   = "/control/containers"                               // POST CreateContainerRequest -> Container
+	RouteRanges       = "/control/containers/{database}/{container}/ranges" // GET -> Container
+	RouteProcessors   = "/control/processors"                               // POST CreateLeasesRequest -> Leases
+	RoutePartitionKey = "/control/partition-key"                            // GET ?database=&container=&range= -> PartitionKey
+	RouteSplit        = "/control/split"                                    // POST SplitRequest -> Split
+	RouteHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
+)
+
+// MaxRanges bounds the physical ranges of a container created over the
+// control API.
+const MaxRanges = 1024
+
+// CreateContainerRequest creates the database and the container if missing.
+// Ranges defaults to 1.
+type CreateContainerRequest struct {
+	Database         string `json:"database"`
+	ID               string `json:"id"`
+	PartitionKeyPath string `json:"partitionKeyPath"`
+	Ranges           *int   `json:"ranges,omitempty"`
+}
+
+// Container describes a container and its live physical ranges.
+type Container struct {
+	Database         string  `json:"database"`
+	ID               string  `json:"id"`
+	RID              string  `json:"rid"`
+	PartitionKeyPath string  `json:"partitionKeyPath"`
+	Ranges           []Range `json:"ranges"`
+}
+
+// Range is a physical partition key range.
+type Range struct {
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents,omitempty"`
+}
+
+// CreateLeasesRequest writes a processor's leases, one per live range of
+// the monitored container, and its .info and .lock documents, as a
+// processor does when it first starts. Format is a lease format as
+// cosmoslag prints it (dotnet-v0, dotnet-v1, java-v0, java-v1,
+// dotnet-v2-library) or by its older name (DotNetV0, DotNetV1EPK, JavaV0,
+// JavaV1EPK, DotNetV2Library), case-insensitive; default DotNetV0.
+// StartFromNow checkpoints at the current LSNs; otherwise the lag is every
+// item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
+// host.
+type CreateLeasesRequest struct {
+	Name          string `json:"name"`
+	Database      string `json:"database"`
+	Monitored     string `json:"monitored"`
+	Leases        string `json:"leases"`
+	LeaseDatabase string `json:"leaseDatabase,omitempty"`
+	Format        string `json:"format,omitempty"`
+	StartFromNow  bool   `json:"startFromNow,omitempty"`
+	AccountHost   string `json:"accountHost,omitempty"`
+}
+
+// Leases is the answer to CreateLeasesRequest. Format is the older name
+// (DotNetV0, …), as the API has always answered.
+type Leases struct {
+	Prefix string  `json:"prefix"`
+	Format string  `json:"format"`
+	Leases []Lease `json:"leases"`
+}
+
+// Lease is one lease document written.
+type Lease struct {
+	ID    string `json:"id"`
+	Token string `json:"token"`
+}
+
+// PartitionKey is a fresh string value whose items land in the requested
+// live range (send it in x-ms-documentdb-partitionkey as ["value"]).
+type PartitionKey struct {
+	PartitionKey string `json:"partitionKey"`
+}
+
+// SplitRequest splits a live range at its midpoint.
+type SplitRequest struct {
+	Database  string `json:"database"`
+	Container string `json:"container"`
+	Range     string `json:"range"`
+}
+
+// Split holds the two children of a split.
+type Split struct {
+	Left  Range `json:"left"`
+	Right Range `json:"right"`
+}
+
+// ErrorBody is the body of every answer other than success.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

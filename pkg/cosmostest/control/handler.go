@@ -1,0 +1,285 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+)
+
+// Handler serves the control API for one account.
+type Handler struct {
+	acct *cosmostest.Account
+	mux  *http.ServeMux
+
+	logMu sync.Mutex // one log line per request, whole
+	log   io.Writer
+
+	createMu sync.Mutex // serializes container creations: 201 only for the one that created
+}
+
+// NewHandler serves the control API of acct and logs every request in one
+// line to log: time, method, path, status, duration.
+func NewHandler(acct *cosmostest.Account, log io.Writer) *Handler {
+	h := &Handler{acct: acct, mux: http.NewServeMux(), log: log}
+	h.mux.HandleFunc("POST "+RouteContainers, jsonHandler(h.createContainer))
+	h.mux.HandleFunc("GET "+RouteRanges, jsonHandler(h.containerRanges))
+	h.mux.HandleFunc("POST "+RouteProcessors, jsonHandler(h.createLeases))
+	h.mux.HandleFunc("GET "+RoutePartitionKey, jsonHandler(h.partitionKey))
+	h.mux.HandleFunc("POST "+RouteSplit, jsonHandler(h.split))
+	h.mux.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	return h
+}
+
+// ServeHTTP logs every request in one line and answers unknown paths and
+// methods in JSON too.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	if muxAnswer, pattern := h.mux.Handler(r); pattern == "" {
+		unmatched(rec, r, muxAnswer)
+	} else {
+		h.mux.ServeHTTP(rec, r)
+	}
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	fmt.Fprintf(h.log, "%s control %s %s %d %s\n", start.UTC().Format("2006-01-02T15:04:05.000Z"),
+		r.Method, r.URL.EscapedPath(), rec.statusCode(), time.Since(start).Round(10*time.Microsecond))
+}
+
+func toRange(r cosmostest.PartitionKeyRange) Range {
+	return Range{ID: r.ID, MinInclusive: r.MinInclusive, MaxExclusive: r.MaxExclusive, Parents: r.Parents}
+}
+
+func toContainer(c *cosmostest.Container) Container {
+	ranges := c.Ranges()
+	out := Container{Database: c.Database().ID(), ID: c.ID(), RID: c.RID(), PartitionKeyPath: c.PartitionKeyPath(),
+		Ranges: make([]Range, len(ranges))}
+	for i, r := range ranges {
+		out.Ranges[i] = toRange(r)
+	}
+	return out
+}
+
+func (h *Handler) container(db, id string) (*cosmostest.Container, error) {
+	c, ok := h.acct.Container(db, id)
+	if !ok {
+		return nil, notFound("container %s/%s does not exist", db, id)
+	}
+	return c, nil
+}
+
+func (h *Handler) createContainer(r *http.Request) (int, any, error) {
+	var req CreateContainerRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := checkResourceIDs("database", req.Database, "id", req.ID); err != nil {
+		return 0, nil, err
+	}
+	pk := req.PartitionKeyPath
+	switch {
+	case pk == "":
+		return 0, nil, badRequest(`partitionKeyPath is required, e.g. "/pk"`)
+	case !strings.HasPrefix(pk, "/") || strings.HasSuffix(pk, "/") || strings.Contains(pk, "//"):
+		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, pk)
+	}
+	ranges := 1
+	if req.Ranges != nil {
+		ranges = *req.Ranges
+	}
+	if ranges < 1 || ranges > MaxRanges {
+		return 0, nil, badRequest("ranges must be between 1 and %d, got %d", MaxRanges, ranges)
+	}
+
+	h.createMu.Lock()
+	defer h.createMu.Unlock()
+	if c, ok := h.acct.Container(req.Database, req.ID); ok {
+		if c.PartitionKeyPath() != pk {
+			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), pk)
+		}
+		return http.StatusOK, toContainer(c), nil
+	}
+	c := h.acct.CreateDatabase(req.Database).CreateContainer(req.ID, pk, ranges)
+	return http.StatusCreated, toContainer(c), nil
+}
+
+func (h *Handler) containerRanges(r *http.Request) (int, any, error) {
+	c, err := h.container(r.PathValue("database"), r.PathValue("container"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toContainer(c), nil
+}
+
+func (h *Handler) createLeases(r *http.Request) (int, any, error) {
+	var req CreateLeasesRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.LeaseDatabase == "" {
+		req.LeaseDatabase = req.Database
+	}
+	if err := checkResourceIDs("name", req.Name, "database", req.Database, "monitored", req.Monitored,
+		"leases", req.Leases, "leaseDatabase", req.LeaseDatabase); err != nil {
+		return 0, nil, err
+	}
+	if req.AccountHost != "" {
+		if err := checkResourceIDs("accountHost", req.AccountHost); err != nil {
+			return 0, nil, err
+		}
+	}
+	format, err := parseFormat(req.Format)
+	if err != nil {
+		return 0, nil, err
+	}
+	if req.Database == req.LeaseDatabase && req.Monitored == req.Leases {
+		return 0, nil, badRequest("leases must name another container than monitored (%s/%s)", req.Database, req.Monitored)
+	}
+
+	h.createMu.Lock()
+	defer h.createMu.Unlock()
+	monitored, err := h.container(req.Database, req.Monitored)
+	if err != nil {
+		return 0, nil, err
+	}
+	leases, err := h.container(req.LeaseDatabase, req.Leases)
+	if err != nil {
+		return 0, nil, err
+	}
+	w := cosmostest.NewLeaseWriter(req.Name, monitored, leases, format)
+	if req.AccountHost != "" {
+		w.AccountHost = req.AccountHost
+	}
+	if _, exists := leases.Get(w.Prefix() + ".info"); exists {
+		return 0, nil, conflict("processor %q already has leases in %s/%s (prefix %q)", req.Name, req.LeaseDatabase, req.Leases, w.Prefix())
+	}
+	tokens, err := w.CreateLeases(req.StartFromNow)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := Leases{Prefix: w.Prefix(), Format: formatName(format), Leases: make([]Lease, len(tokens))}
+	for i, tok := range tokens {
+		out.Leases[i] = Lease{ID: w.LeaseID(tok), Token: tok}
+	}
+	return http.StatusCreated, out, nil
+}
+
+func (h *Handler) partitionKey(r *http.Request) (int, any, error) {
+	q := r.URL.Query()
+	for _, name := range []string{"database", "container", "range"} {
+		if q.Get(name) == "" {
+			return 0, nil, badRequest("query parameter %s is required", name)
+		}
+	}
+	c, err := h.container(q.Get("database"), q.Get("container"))
+	if err != nil {
+		return 0, nil, err
+	}
+	pk, err := c.PartitionKeyForRange(q.Get("range"))
+	if err != nil {
+		return 0, nil, rangeError(err, q.Get("range"), c)
+	}
+	return http.StatusOK, PartitionKey{pk}, nil
+}
+
+func (h *Handler) split(r *http.Request) (int, any, error) {
+	var req SplitRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	for _, f := range []struct{ name, v string }{{"database", req.Database}, {"container", req.Container}, {"range", req.Range}} {
+		if f.v == "" {
+			return 0, nil, badRequest("%s is required", f.name)
+		}
+	}
+	c, err := h.container(req.Database, req.Container)
+	if err != nil {
+		return 0, nil, err
+	}
+	left, right, err := c.Split(req.Range)
+	if err != nil {
+		return 0, nil, rangeError(err, req.Range, c)
+	}
+	return http.StatusOK, Split{toRange(left), toRange(right)}, nil
+}
+
+// rangeError maps an error about a range: not live is 404 (listing the
+// live ones), anything else 409.
+func rangeError(err error, rangeID string, c *cosmostest.Container) error {
+	if errors.Is(err, cosmostest.ErrRangeNotFound) {
+		live := make([]string, 0)
+		for _, r := range c.Ranges() {
+			live = append(live, r.ID)
+		}
+		return notFound("range %q of %s/%s is not a live partition key range (live: %s)",
+			rangeID, c.Database().ID(), c.ID(), strings.Join(live, ", "))
+	}
+	return conflict("%v", err)
+}
+
+// checkResourceIDs applies Cosmos DB's rules for resource ids, which this
+// server routes by name, to pairs of field name and value: required, at most
+// 255 characters, none of / \ ? #.
+func checkResourceIDs(fieldsAndValues ...string) error {
+	for i := 0; i+1 < len(fieldsAndValues); i += 2 {
+		field, v := fieldsAndValues[i], fieldsAndValues[i+1]
+		switch {
+		case v == "":
+			return badRequest("%s is required", field)
+		case len(v) > 255:
+			return badRequest("%s must be at most 255 characters long", field)
+		case strings.ContainsAny(v, `/\?#`):
+			return badRequest(`%s must not contain '/', '\', '?' or '#', got %q`, field, v)
+		case strings.TrimSpace(v) != v || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
+			return badRequest("%s must not contain control characters or start or end with a space, got %q", field, v)
+		}
+	}
+	return nil
+}
+
+// formatNames pairs each lease format with the name the control API has
+// always used for it; both are accepted.
+var formatNames = []struct {
+	format lease.Format
+	name   string
+}{
+	{lease.DotNetV0, "DotNetV0"},
+	{lease.DotNetV1, "DotNetV1EPK"},
+	{lease.JavaV0, "JavaV0"},
+	{lease.JavaV1, "JavaV1EPK"},
+	{lease.DotNetV2Library, "DotNetV2Library"},
+}
+
+func parseFormat(s string) (lease.Format, error) {
+	if s == "" {
+		return lease.DotNetV0, nil
+	}
+	names := make([]string, len(formatNames))
+	formats := make([]string, len(formatNames))
+	for i, f := range formatNames {
+		if strings.EqualFold(s, f.name) || strings.EqualFold(s, string(f.format)) {
+			return f.format, nil
+		}
+		names[i], formats[i] = f.name, string(f.format)
+	}
+	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), s)
+}
+
+func formatName(f lease.Format) string {
+	for _, n := range formatNames {
+		if n.format == f {
+			return n.name
+		}
+	}
+	return string(f)
+}

@@ -1,0 +1,112 @@
+package control_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+)
+
+// newControl serves the control API of a fresh account and returns a client
+// for it and the account.
+func newControl(t *testing.T) (*control.Client, *cosmostest.Server) {
+	t.Helper()
+	srv, err := cosmostest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	api := httptest.NewServer(control.NewHandler(srv.Account, io.Discard))
+	t.Cleanup(api.Close)
+	return control.NewClient(api.URL, api.Client()), srv
+}
+
+func setUp(t *testing.T, c *control.Client, ranges int) {
+	t.Helper()
+	ctx := context.Background()
+	one := 1
+	for _, req := range []control.CreateContainerRequest{
+		{Database: "db", ID: "items", PartitionKeyPath: "/pk", Ranges: &ranges},
+		{Database: "db", ID: "leases", PartitionKeyPath: "/id", Ranges: &one},
+	} {
+		if _, err := c.CreateContainer(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The control API accepts the lease format names cosmoslag prints (those of
+// package lease) and the names it has always accepted, and answers with the
+// latter.
+func TestLeasesAcceptBothFormatVocabularies(t *testing.T) {
+	for _, tc := range []struct {
+		format, answered string
+		epk              bool
+	}{
+		{"", "DotNetV0", false},
+		{string(lease.DotNetV0), "DotNetV0", false},
+		{"DotNetV1EPK", "DotNetV1EPK", true},
+		{string(lease.DotNetV1), "DotNetV1EPK", true},
+		{"JAVA-V0", "JavaV0", false},
+		{"javav1epk", "JavaV1EPK", true},
+		{string(lease.JavaV1), "JavaV1EPK", true},
+		{string(lease.DotNetV2Library), "DotNetV2Library", false},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			c, srv := newControl(t)
+			setUp(t, c, 2)
+			got, err := c.CreateLeases(context.Background(), control.CreateLeasesRequest{
+				Name: "p", Database: "db", Monitored: "items", Leases: "leases", Format: tc.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Format != tc.answered || len(got.Leases) != 2 || strings.Contains(got.Leases[0].Token, "-") != tc.epk {
+				t.Errorf("answer %+v, want format %s, 2 leases, EPK tokens %v", got, tc.answered, tc.epk)
+			}
+			leases, _ := srv.Container("db", "leases")
+			if _, ok := leases.Get(got.Leases[0].ID); !ok {
+				t.Errorf("lease %s not written", got.Leases[0].ID)
+			}
+		})
+	}
+}
+
+func TestClientReportsTheAPIError(t *testing.T) {
+	c, _ := newControl(t)
+	setUp(t, c, 1)
+	_, err := c.CreateLeases(context.Background(), control.CreateLeasesRequest{
+		Name: "p", Database: "db", Monitored: "items", Leases: "leases", Format: "dotnet-v3"})
+	var apiErr *control.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest ||
+		!strings.Contains(apiErr.Message, "format must be one of DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library (or dotnet-v0, dotnet-v1, java-v0, java-v1, dotnet-v2-library)") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := c.Container(context.Background(), "db", "nope"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("missing container: %v", err)
+	}
+	if err := c.Healthy(context.Background()); err != nil {
+		t.Errorf("healthz: %v", err)
+	}
+}
+
+// A container created by Go calls on the account is visible to the control
+// API: the handler looks containers up in the account.
+func TestControlSeesContainersOfTheAccount(t *testing.T) {
+	c, srv := newControl(t)
+	srv.CreateDatabase("db").CreateContainer("direct", "/pk", 3)
+	got, err := c.Container(context.Background(), "db", "direct")
+	if err != nil || len(got.Ranges) != 3 || got.PartitionKeyPath != "/pk" {
+		t.Errorf("container %+v, %v", got, err)
+	}
+	split, err := c.Split(context.Background(), "db", "direct", "1")
+	if err != nil || split.Left.Parents[0] != "1" {
+		t.Errorf("split %+v, %v", split, err)
+	}
+}

@@ -1,0 +1,197 @@
+package cosmostest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Reading requests: header names, path segments, the request's kind, and
+// the headers and bodies handlers parse.
+
+// Request and response header names of the Cosmos DB REST protocol. Most
+// are written in Go's canonical form, so http.Header's Get and Set use them
+// as they are instead of allocating a canonicalised copy on every call (the
+// wire is the same: net/http always sends canonical names). The lower-case
+// ones are also quoted in error messages; requests are read through the
+// canonical key… constants below.
+const (
+	hdrActivityID          = "X-Ms-Activity-Id"
+	hdrRequestCharge       = "X-Ms-Request-Charge"
+	hdrSessionToken        = "X-Ms-Session-Token"
+	hdrSubStatus           = "X-Ms-Substatus"
+	hdrRetryAfterMs        = "X-Ms-Retry-After-Ms"
+	hdrContinuation        = "X-Ms-Continuation"
+	hdrMaxItemCount        = "x-ms-max-item-count"
+	hdrItemCount           = "X-Ms-Item-Count"
+	hdrPartitionKey        = "x-ms-documentdb-partitionkey"
+	hdrPartitionKeyRangeID = "x-ms-documentdb-partitionkeyrangeid"
+	hdrIsQuery             = "X-Ms-Documentdb-Isquery"
+	hdrIsUpsert            = "X-Ms-Documentdb-Is-Upsert"
+	hdrCrossPartition      = "x-ms-documentdb-query-enablecrosspartition"
+	hdrReadKeyType         = "X-Ms-Read-Key-Type"
+	hdrStartEPK            = "X-Ms-Start-Epk"
+	hdrEndEPK              = "X-Ms-End-Epk"
+	hdrAIM                 = "A-Im"
+	hdrDate                = "X-Ms-Date"
+	hdrPrefer              = "Prefer"
+	hdrContentType         = "Content-Type"
+	hdrContentLength       = "Content-Length"
+	hdrETag                = "Etag"
+
+	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
+	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
+	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
+)
+
+// headerValue is h.Get(key) for a key in canonical form, without Get's
+// canonicalisation pass over the key (which scans and validates it on every
+// call). Only use it with the canonical names above (TestHeaderKeysCanonical).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// splitPath appends the segments of p to buf: strings.Split of p without its
+// leading and trailing slashes (nothing for an empty path). With a buffer on
+// the caller's stack, the common paths split without allocating.
+func splitPath(p string, buf []string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return buf
+	}
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		buf = append(buf, seg)
+		if !more {
+			return buf
+		}
+		p = rest
+	}
+}
+
+// classify needs the path's segments (splitPath of r.URL.Path).
+func classify(r *http.Request, segs []string) RequestKind {
+	n := len(segs)
+	switch {
+	case n == 0:
+		return KindAccount
+	case n == 2 && segs[0] == "dbs":
+		return KindDatabase
+	case n == 4 && segs[2] == "colls":
+		return KindContainer
+	case n == 5 && segs[4] == "pkranges":
+		return KindPKRanges
+	case n == 5 && segs[4] == "docs":
+		switch r.Method {
+		case http.MethodPost:
+			if isQuery(r) {
+				return KindQuery
+			}
+			return KindCreate
+		case http.MethodGet:
+			if strings.EqualFold(headerValue(r.Header, hdrAIM), "Incremental feed") {
+				return KindChangeFeed
+			}
+			return KindReadFeed
+		}
+	case n == 6 && segs[4] == "docs":
+		switch r.Method {
+		case http.MethodGet:
+			return KindReadItem
+		case http.MethodPut:
+			return KindReplace
+		case http.MethodDelete:
+			return KindDelete
+		}
+	}
+	return KindOther
+}
+
+func isQuery(r *http.Request) bool {
+	ct := strings.ToLower(headerValue(r.Header, "Content-Type"))
+	return strings.EqualFold(headerValue(r.Header, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+}
+
+// partitionKeyHeader parses x-ms-documentdb-partitionkey, a JSON array with
+// one value; [{}] stands for an undefined (missing) value. ok is false when
+// the header is absent.
+func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
+	raw := headerValue(r.Header, keyPartitionKey)
+	if raw == "" {
+		return nil, false, nil
+	}
+	var vals []any
+	if err := json.Unmarshal([]byte(raw), &vals); err != nil {
+		return nil, false, badRequest("the partition key header %q is not a JSON array", raw)
+	}
+	if len(vals) != 1 {
+		return nil, false, badRequest("the partition key header must hold exactly one value for a single-path partition key, got %d", len(vals))
+	}
+	if m, isMap := vals[0].(map[string]any); isMap && len(m) == 0 {
+		return nil, true, nil
+	}
+	return vals[0], true, nil
+}
+
+func requirePartitionKey(r *http.Request) (string, *reply) {
+	v, ok, rep := partitionKeyHeader(r)
+	if rep != nil {
+		return "", rep
+	}
+	if !ok {
+		return "", badRequest("the partition key must be supplied in the %s header for this operation", hdrPartitionKey)
+	}
+	return epkOf(v), nil
+}
+
+func readBody(r *http.Request) ([]byte, *reply) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 2<<20+1))
+	if err != nil {
+		return nil, badRequest("read request body: %v", err)
+	}
+	if len(b) > 2<<20 {
+		return nil, errorReply(http.StatusRequestEntityTooLarge, 0, "RequestEntityTooLarge", "the request exceeds the 2 MB item size limit")
+	}
+	return b, nil
+}
+
+// readDocument reads a request body that must be one JSON object (an item).
+func readDocument(r *http.Request) (map[string]any, *reply) {
+	b, rep := readBody(r)
+	if rep != nil {
+		return nil, rep
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil || doc == nil {
+		return nil, badRequest("the request body is not a JSON object")
+	}
+	return doc, nil
+}
+
+// maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
+// size of 100; explicit values are honoured up to 1000.
+func maxItemCount(r *http.Request) (int, *reply) {
+	raw := headerValue(r.Header, keyMaxItemCount)
+	if raw == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(raw)
+	switch {
+	case err != nil:
+		return 0, badRequest("invalid value %q for %s", raw, hdrMaxItemCount)
+	case n == -1:
+		return 100, nil
+	case n < 1:
+		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, hdrMaxItemCount)
+	case n > 1000:
+		return 1000, nil
+	}
+	return n, nil
+}
