@@ -25,16 +25,30 @@
 # Only import paths are rewritten. KEDA's own azure-cosmosdb scaler, its unit
 # test and its e2e tests are deleted unread; ours take their place:
 #   pkg/scalers/azure_cosmosdb_scaler.go        -> pkg/scalers/azure_cosmosdb_scaler.go
-#   pkg/scalers/azure_cosmosdb_*_test.go        -> pkg/scalers/
+#   pkg/scalers/azure_cosmosdb_*_test.go        -> pkg/scalers/ (not the benchmarks)
 #   pkg/scalers/cosmosdb/{account,changefeed,lag,lease}
-#                                               -> pkg/scalers/cosmosdb/...
-#   pkg/cosmostest (non-test files)             -> pkg/scalers/cosmosdb/cosmostest
+#                                               -> pkg/scalers/azure/cosmosdb/...
+#   pkg/cosmostest (non-test files), its internal packages and entraidtest
+#                                               -> pkg/scalers/azure/cosmosdb/cosmostest/...
 #   tests/scalers/azure/azure_cosmosdb*         -> tests/scalers/azure/ (e2e tests)
 #   tests/scalers/azure/helper/CosmosDBHelper.go -> beside KEDA's other Azure test helpers
+# Placement: KEDA keeps what its Azure scalers share under pkg/scalers/azure
+# (auth, clouds, the Event Hubs checkpoint readers) and gives larger helpers of
+# one vendor a directory under pkg/scalers (aws, gcp, kafka). Our support
+# packages are Azure Cosmos DB's, so they go to pkg/scalers/azure/cosmosdb/:
+# where a maintainer looks for Azure code, apart from package azure itself (no
+# name can collide with its files) and imported one way, by the scaler only.
+# The test server the scaler's unit tests use sits beside the packages it tests.
 # Not copied: pkg/scalers/keda_adapter.go and pkg/scalers/azure_cosmosdb_inspect.go
-# (this repository's stand-ins for names KEDA's scalers package already has),
-# and pkg/cosmostest's own tests (they need azcosmos and goleak, which KEDA's
-# module does not require, and exercise the test server, not the scaler).
+# (this repository's stand-ins for names KEDA's scalers package already has);
+# the benchmarks (*_bench_test.go: their figures live in BENCHMARKS.md);
+# what only this repository's tools use: the control API of cosmoslag serve
+# (pkg/cosmostest/control), the CONNECT proxy of the Entra ID test issuer
+# (entraidtest/connectproxy: the scaler's bearer tests use cloud: Private,
+# which needs no instance discovery), tests/local (the e2e-local harness, its
+# own module) and tests/sdk; and pkg/cosmostest's own tests (they need
+# azcosmos and goleak, which KEDA's module does not require, and exercise the
+# test server, not the scaler).
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
 set -uo pipefail
@@ -199,7 +213,8 @@ fi
 # KEDA's files for this trigger, removed unread.
 rm -f "$scratch"/pkg/scalers/azure_cosmosdb_*.go
 rm -rf "$scratch"/tests/scalers/azure/azure_cosmosdb*
-[ -e "$scratch/pkg/scalers/cosmosdb" ] && fail "KEDA already has pkg/scalers/cosmosdb; our support packages would collide"
+support=pkg/scalers/azure/cosmosdb # where our support packages go in KEDA's tree
+[ -e "$scratch/$support" ] && fail "KEDA already has $support; our support packages would collide"
 
 copied=()
 copy() { # copy SRC DST
@@ -207,33 +222,43 @@ copy() { # copy SRC DST
 	cp "$src/$1" "$scratch/$2" || fail "copy $1"
 	copied+=("$2")
 }
+# copy_tree DIR DST [find options]: DIR's .go files, except benchmarks, to DST.
+copy_tree() {
+	local dir=$1 dst=$2 f
+	shift 2
+	while IFS= read -r f; do
+		copy "$f" "$dst${f#"$dir"}"
+	done < <(cd "$src" && find "$dir" "$@" -name '*.go' ! -name '*_bench_test.go' | sort)
+}
 copy pkg/scalers/azure_cosmosdb_scaler.go pkg/scalers/azure_cosmosdb_scaler.go
 for f in "$src"/pkg/scalers/azure_cosmosdb_*_test.go; do
+	case "$f" in *_bench_test.go) continue ;; esac
 	copy "pkg/scalers/$(basename "$f")" "pkg/scalers/$(basename "$f")"
 done
-while IFS= read -r f; do
-	copy "$f" "$f"
-done < <(cd "$src" && find pkg/scalers/cosmosdb -name '*.go' | sort)
-for f in "$src"/pkg/cosmostest/*.go; do
-	case "$f" in *_test.go) continue ;; esac
-	copy "pkg/cosmostest/$(basename "$f")" "pkg/scalers/cosmosdb/cosmostest/$(basename "$f")"
-done
+copy_tree pkg/scalers/cosmosdb "$support"
+# The test server: the core package with its internal packages, and the
+# Entra ID issuer the bearer tests use; no tests of its own, no control API,
+# no proxy.
+copy_tree pkg/cosmostest "$support/cosmostest" -maxdepth 1 ! -name '*_test.go'
+[ -d "$src/pkg/cosmostest/internal" ] && copy_tree pkg/cosmostest/internal "$support/cosmostest/internal" ! -name '*_test.go'
+copy_tree pkg/cosmostest/entraidtest "$support/cosmostest/entraidtest" -maxdepth 1 ! -name '*_test.go'
 # The e2e tests, and their helper beside KEDA's other Azure test helpers.
-if [ -d "$src/tests" ]; then
+if [ -d "$src/tests/scalers" ]; then
 	while IFS= read -r f; do
 		case "$f" in
 		tests/scalers/azure/azure_cosmosdb*/*) ;;
 		*) [ -e "$scratch/$f" ] && fail "$f would overwrite KEDA's file of that name" ;;
 		esac
 		copy "$f" "$f"
-	done < <(cd "$src" && find tests -name '*.go' | sort)
+	done < <(cd "$src" && find tests/scalers -name '*.go' | sort)
 fi
 
-# Import paths only. cosmostest moves under pkg/scalers/cosmosdb; everything
-# else keeps its path below the module root.
+# Import paths only: the support packages and the test server move under
+# $support; everything else keeps its path below the module root.
 for f in "${copied[@]}"; do
 	sed -i \
-		-e "s#\"$our_module/pkg/cosmostest\"#\"$keda_module/pkg/scalers/cosmosdb/cosmostest\"#g" \
+		-e "s#\"$our_module/pkg/cosmostest\([/\"]\)#\"$keda_module/$support/cosmostest\1#g" \
+		-e "s#\"$our_module/pkg/scalers/cosmosdb/#\"$keda_module/$support/#g" \
 		-e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" \
 		-e "s#\"$our_module/tests/#\"$keda_module/tests/#g" \
 		"$scratch/$f"
@@ -267,13 +292,13 @@ run schema.log go run ./schema/generate_scaler_schema.go --keda-version main \
 done_step
 
 step "modules: what our code needs beyond KEDA's go.mod"
-ensure_modules scaler ./pkg/scalers/cosmosdb/... ./pkg/scalers
+ensure_modules scaler "./$support/..." ./pkg/scalers
 done_step
 
 if [ "$mode" = check ]; then
 	# --- 3. Build and test in KEDA's tree ---------------------------------------
 	step "go vet our packages (scaler package compiles: no name collisions)"
-	run vet-support.log go vet ./pkg/scalers/cosmosdb/...
+	run vet-support.log go vet "./$support/..."
 	run build-scalers.log go build ./pkg/scalers
 	done_step
 
