@@ -240,8 +240,13 @@ copy_tree pkg/scalers/cosmosdb "$support"
 # Entra ID issuer the bearer tests use; no tests of its own, no control API,
 # no proxy.
 copy_tree pkg/cosmostest "$support/cosmostest" -maxdepth 1 ! -name '*_test.go'
-[ -d "$src/pkg/cosmostest/internal" ] && copy_tree pkg/cosmostest/internal "$support/cosmostest/internal" ! -name '*_test.go'
 copy_tree pkg/cosmostest/entraidtest "$support/cosmostest/entraidtest" -maxdepth 1 ! -name '*_test.go'
+# Of its internal packages, those the two import.
+internal_pkgs=$(cd "$src" && go list -deps -f '{{.ImportPath}}' ./pkg/cosmostest ./pkg/cosmostest/entraidtest |
+	sed -n "s#^$our_module/\(pkg/cosmostest/internal/.*\)#\1#p") || fail "go list the test server's internal packages"
+for dir in $internal_pkgs; do
+	copy_tree "$dir" "$support/cosmostest/${dir#pkg/cosmostest/}" -maxdepth 1 ! -name '*_test.go'
+done
 # The e2e tests, and their helper beside KEDA's other Azure test helpers.
 if [ -d "$src/tests/scalers" ]; then
 	while IFS= read -r f; do
