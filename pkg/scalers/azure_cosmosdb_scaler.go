@@ -154,6 +154,7 @@ func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricN
 	} else if result.SplitRetried {
 		s.logger.Info("partition split seen; estimate redone after a lease refresh", "processor", s.metadata.ProcessorName)
 	}
+	s.logUnknownModes(result)
 	s.logger.V(1).Info("change feed lag estimated",
 		"processor", s.metadata.ProcessorName, "leases", len(result.Leases), "totalLag", summary.TotalLag,
 		"activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
@@ -164,3 +165,20 @@ func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricN
 
 // Close has nothing to release: connections belong to KEDA's shared transport.
 func (s *azureCosmosDBScaler) Close(context.Context) error { return nil }
+
+// logUnknownModes says, at V(1), when leases record a change feed mode no
+// known writer writes: they were read as latest version, which undercounts
+// if the processor actually reads every version and delete.
+func (s *azureCosmosDBScaler) logUnknownModes(result lag.Result) {
+	unknown, example := 0, ""
+	for _, l := range result.Leases {
+		if l.UnknownMode != "" {
+			unknown++
+			example = l.UnknownMode
+		}
+	}
+	if unknown > 0 {
+		s.logger.V(1).Info("leases record an unknown change feed mode; read them as latest version",
+			"processor", s.metadata.ProcessorName, "leases", unknown, "mode", example)
+	}
+}

@@ -1,6 +1,10 @@
 package changefeed
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+)
 
 // FuzzLagOfPage: whatever page and session token the wire brings, the lag is
 // an error or a number in [0, MaxInt64], and an empty page is zero.
@@ -10,17 +14,21 @@ func FuzzLagOfPage(f *testing.F) {
 	f.Add([]byte(`{"Documents":[{"_lsn":1e3}]}`), "0:1#2000#1=1990")
 	f.Add([]byte(`{"Documents":[{"_lsn":-4}]}`), "0:9223372036854775807")
 	f.Add([]byte(`{"Documents":[{"_lsn":0}]}`), "0:9223372036854775807")
+	f.Add([]byte(`{"Documents":[{"current":{"id":"a","_lsn":5},"metadata":{"lsn":3,"operationType":"replace","previousImageLSN":2,"crts":1}}]}`), "0:-1#9")
+	f.Add([]byte(`{"Documents":[{"current":{},"metadata":{"lsn":7,"operationType":"delete","timeToLiveExpired":true,"crts":1}}]}`), "0:7")
 	f.Fuzz(func(t *testing.T, body []byte, token string) {
-		lag, err := lagOfPage(body, token, "0")
-		if err != nil {
-			return
-		}
-		if lag < 0 {
-			t.Fatalf("negative lag %d", lag)
-		}
-		if lag > 0 {
-			if _, perr := SessionLSN(token, "0"); perr != nil {
-				t.Fatalf("lag %d without a valid session token %q", lag, token)
+		for _, mode := range []lease.Mode{lease.LatestVersion, lease.AllVersionsAndDeletes} {
+			lag, err := lagOfPage(body, token, "0", mode)
+			if err != nil {
+				continue
+			}
+			if lag < 0 {
+				t.Fatalf("%v: negative lag %d", mode, lag)
+			}
+			if lag > 0 {
+				if _, perr := SessionLSN(token, "0"); perr != nil {
+					t.Fatalf("%v: lag %d without a valid session token %q", mode, lag, token)
+				}
 			}
 		}
 	})
@@ -36,13 +44,13 @@ func TestLagOfPage(t *testing.T) {
 		{`{"Documents":[{"_lsn":120}]}`, "0:110", 0},
 		{`{"Documents":[{"_lsn":0}]}`, "0:9223372036854775807", 9223372036854775807},
 	} {
-		got, err := lagOfPage([]byte(tc.body), tc.token, "0")
+		got, err := lagOfPage([]byte(tc.body), tc.token, "0", lease.LatestVersion)
 		if err != nil || got != tc.want {
 			t.Errorf("lagOfPage(%s, %s) = %d, %v; want %d", tc.body, tc.token, got, err, tc.want)
 		}
 	}
 	for _, body := range []string{`{"Documents":[{"_lsn":1.5}]}`, `{"Documents":[{"_lsn":"7"}]}`, `{"Documents":[{}]}`, `{`} {
-		if got, err := lagOfPage([]byte(body), "0:9", "0"); err == nil {
+		if got, err := lagOfPage([]byte(body), "0:9", "0", lease.LatestVersion); err == nil {
 			t.Errorf("lagOfPage(%s) = %d, want an error", body, got)
 		}
 	}

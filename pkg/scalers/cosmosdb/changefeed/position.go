@@ -97,11 +97,32 @@ var (
 	incrementalFeed = []string{"Incremental feed"}
 	oneItem         = []string{"1"}
 	epkRangeKey     = []string{"EffectivePartitionKeyRange"}
+	// An all-versions-and-deletes read is what the SDKs send for
+	// ChangeFeedMode.AllVersionsAndDeletes: A-IM "Full-Fidelity Feed" and the
+	// wire format that separates each change's metadata from its item
+	// (.NET ChangeFeedModeFullFidelity, Java ChangeFeedStateV1.populateRequest,
+	// JS request.ts). Without the wire format version the service answers in
+	// an older shape.
+	fullFidelityFeed     = []string{"Full-Fidelity Feed"}
+	fullFidelityWireForm = []string{"2021-09-15"}
 )
 
-type feedPage struct {
+// latestVersionPage is a latest-version page: items carry their LSN in _lsn.
+type latestVersionPage struct {
 	Documents []struct {
 		LSN json.RawMessage `json:"_lsn"`
+	} `json:"Documents"`
+}
+
+// allVersionsPage is an all-versions-and-deletes page: each element is a
+// change ({"current", "previous", "metadata"}) whose LSN is metadata.lsn. A
+// delete has no item to take an _lsn from, and an item's own _lsn would be
+// that of its latest version, not of this change.
+type allVersionsPage struct {
+	Documents []struct {
+		Metadata *struct {
+			LSN json.RawMessage `json:"lsn"`
+		} `json:"metadata"`
 	} `json:"Documents"`
 }
 
@@ -115,7 +136,12 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 	// Constant values share one slice across requests; nothing mutates a
 	// header value in place.
 	h := req.Raw().Header
-	h["A-Im"] = incrementalFeed
+	if l.Mode == lease.AllVersionsAndDeletes {
+		h["A-Im"] = fullFidelityFeed
+		h["X-Ms-Cosmos-Changefeed-Wire-Format-Version"] = fullFidelityWireForm
+	} else {
+		h["A-Im"] = incrementalFeed
+	}
 	h.Set("If-None-Match", l.Continuation)
 	h["X-Ms-Max-Item-Count"] = oneItem
 	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", t.rangeID)
@@ -137,7 +163,7 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	lag, err := lagOfPage(body, resp.Header.Get("X-Ms-Session-Token"), t.rangeID)
+	lag, err := lagOfPage(body, resp.Header.Get("X-Ms-Session-Token"), t.rangeID, l.Mode)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", operation, err)
 	}
@@ -145,26 +171,21 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 }
 
 // lagOfPage computes a lease's lag from a change feed page read from its
-// checkpoint: 0 for an empty page, else sessionLSN - firstItemLSN + 1
-// (0 when the session is behind the item), saturating at MaxInt64.
-func lagOfPage(body []byte, sessionToken, rangeID string) (int64, error) {
-	var page feedPage
-	if err := json.Unmarshal(body, &page); err != nil {
-		return 0, fmt.Errorf("malformed response body: %w", err)
-	}
-	if len(page.Documents) == 0 {
-		return 0, nil
-	}
-	first, err := parseLSN(page.Documents[0].LSN)
-	if err != nil {
-		return 0, fmt.Errorf("first item: %w", err)
+// checkpoint in the processor's mode: 0 for an empty page, else
+// sessionLSN - firstLSN + 1 (0 when the session is behind the change),
+// saturating at MaxInt64. firstLSN is the first item's _lsn in latest-version
+// mode and the first change's metadata.lsn in all-versions-and-deletes mode.
+func lagOfPage(body []byte, sessionToken, rangeID string, mode lease.Mode) (int64, error) {
+	first, found, err := firstLSN(body, mode)
+	if err != nil || !found {
+		return 0, err
 	}
 	session, err := SessionLSN(sessionToken, rangeID)
 	if err != nil {
 		return 0, err
 	}
 	if session < first {
-		return 0, nil // the service's view is behind the item it served: nothing countable
+		return 0, nil // the service's view is behind the change it served: nothing countable
 	}
 	if session-first == math.MaxInt64 {
 		return math.MaxInt64, nil
@@ -172,15 +193,50 @@ func lagOfPage(body []byte, sessionToken, rangeID string) (int64, error) {
 	return session - first + 1, nil
 }
 
-// parseLSN reads an item's _lsn, a JSON number, refusing anything that is
-// not a non-negative 64-bit integer rather than wrapping it.
-func parseLSN(raw json.RawMessage) (int64, error) {
+// firstLSN decodes a page and returns the LSN of its first change; found is
+// false for an empty page.
+func firstLSN(body []byte, mode lease.Mode) (lsn int64, found bool, err error) {
+	if mode == lease.AllVersionsAndDeletes {
+		var page allVersionsPage
+		if err := json.Unmarshal(body, &page); err != nil {
+			return 0, false, fmt.Errorf("malformed response body: %w", err)
+		}
+		if len(page.Documents) == 0 {
+			return 0, false, nil
+		}
+		first := page.Documents[0].Metadata
+		if first == nil {
+			return 0, false, errors.New("first change has no metadata")
+		}
+		lsn, err := parseLSN(first.LSN, "metadata.lsn")
+		if err != nil {
+			return 0, false, fmt.Errorf("first change: %w", err)
+		}
+		return lsn, true, nil
+	}
+	var page latestVersionPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		return 0, false, fmt.Errorf("malformed response body: %w", err)
+	}
+	if len(page.Documents) == 0 {
+		return 0, false, nil
+	}
+	lsn, err = parseLSN(page.Documents[0].LSN, "_lsn")
+	if err != nil {
+		return 0, false, fmt.Errorf("first item: %w", err)
+	}
+	return lsn, true, nil
+}
+
+// parseLSN reads an LSN, a JSON number, refusing anything that is not a
+// non-negative 64-bit integer rather than wrapping it. field names it in errors.
+func parseLSN(raw json.RawMessage, field string) (int64, error) {
 	if len(raw) == 0 {
-		return 0, errors.New("item has no _lsn")
+		return 0, fmt.Errorf("no %s", field)
 	}
 	lsn, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || lsn < 0 {
-		return 0, errors.New("item _lsn is not a non-negative 64-bit integer")
+		return 0, fmt.Errorf("%s is not a non-negative 64-bit integer", field)
 	}
 	return lsn, nil
 }

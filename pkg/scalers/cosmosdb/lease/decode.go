@@ -19,6 +19,7 @@ type document struct {
 	FeedRange         *feedRange `json:"FeedRange"`
 	JavaFeedRange     *feedRange `json:"feedRange"`
 	Owner             *string    `json:"Owner"`
+	Mode              *string    `json:"Mode"` // .NET v3 leases (v0 and v1)
 }
 
 type feedRange struct {
@@ -32,6 +33,7 @@ type epkRange struct {
 
 // javaState is the Java v4 SDK's Base64-encoded continuation state.
 type javaState struct {
+	Mode         *string `json:"Mode"`
 	Continuation *struct {
 		Continuation []struct {
 			Token *string  `json:"token"`
@@ -67,6 +69,7 @@ func (doc document) lease() (Lease, error) {
 		return Lease{}, errNotALease
 	}
 	continuation := *doc.ContinuationToken
+	l.Mode, l.UnknownMode = parseMode(doc.Mode)
 
 	if doc.Version != nil && *doc.Version == 1 {
 		return decodeEPK(l, doc, continuation)
@@ -109,25 +112,45 @@ func decodeEPK(l Lease, doc document, continuation string) (Lease, error) {
 		return l, nil
 	}
 	// Java v4 keeps a Base64 JSON state; the etag is the token of the entry
-	// for this lease's range (the entry starting at its min when several).
-	etag, ok := javaContinuation(continuation, l.Min)
+	// for this lease's range (the entry starting at its min when several),
+	// and the state records the processor's mode.
+	state, ok := decodeJavaState(continuation)
+	if !ok {
+		return Lease{}, errNotALease
+	}
+	etag, ok := state.continuation(l.Min)
 	if !ok {
 		return Lease{}, errNotALease
 	}
 	l.Format = JavaV1
 	l.Continuation = etag
+	l.Mode, l.UnknownMode = parseMode(state.Mode)
 	return l, nil
 }
 
-func javaContinuation(encoded, min string) (string, bool) {
-	raw, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil {
-		if raw, err = base64.RawStdEncoding.DecodeString(encoded); err != nil {
-			return "", false
+// javaStateEncodings: Java v4 writes the state with the URL-safe alphabet
+// and padding (ChangeFeedState.toString, Base64.getUrlEncoder); the others
+// are tolerated. The alphabets differ only in '+'/'-' and '/'/'_', so a
+// state whose encoding holds neither decodes under both.
+var javaStateEncodings = []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding}
+
+func decodeJavaState(encoded string) (javaState, bool) {
+	for _, enc := range javaStateEncodings {
+		raw, err := enc.DecodeString(encoded)
+		if err != nil {
+			continue
 		}
+		var state javaState
+		if json.Unmarshal(raw, &state) != nil {
+			return javaState{}, false
+		}
+		return state, true
 	}
-	var state javaState
-	if json.Unmarshal(raw, &state) != nil || state.Continuation == nil || len(state.Continuation.Continuation) == 0 {
+	return javaState{}, false
+}
+
+func (state javaState) continuation(min string) (string, bool) {
+	if state.Continuation == nil || len(state.Continuation.Continuation) == 0 {
 		return "", false
 	}
 	entries := state.Continuation.Continuation

@@ -133,3 +133,81 @@ func TestDecodePageOnePassAndFallback(t *testing.T) {
 		t.Fatal("a truncated page decoded")
 	}
 }
+
+func encodeJavaStateWithMode(enc *base64.Encoding, rid, mode, startFrom, token string) string {
+	state := `{"V":1,"Rid":"` + rid + `","Mode":"` + mode + `","StartFrom":{"Type":"` + startFrom + `"},"Continuation":{"V":1,"Rid":"` + rid + `","Continuation":[{"token":` + token + `,"range":{"min":"","max":"FF"}}],"Range":{"min":"","max":"FF"}}}`
+	return enc.EncodeToString([]byte(state))
+}
+
+// Each writer's lease keeps the processor's change feed mode: .NET v3 in
+// "Mode" (v0 and v1, any case), Java v4 EPK leases inside the Base64 state;
+// writers that record no mode (Java v0, .NET v2 library, legacy .NET) are
+// latest version. A value no writer writes is read as latest version and
+// kept as unknown so the scaler can say so.
+func TestDecodeKeepsTheProcessorsMode(t *testing.T) {
+	javaAVAD := encodeJavaStateWithMode(base64.URLEncoding, "coll==", "FULL_FIDELITY", "NOW", `"\"11\""`)
+	cases := []struct {
+		name        string
+		doc         string
+		mode        Mode
+		unknownMode string
+	}{
+		{".NET v0 latest version", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Incremental Feed"}`, LatestVersion, ""},
+		{".NET v0 all versions and deletes", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Full-Fidelity Feed"}`, AllVersionsAndDeletes, ""},
+		{".NET v1 all versions and deletes", `{"id":"p..05-FF","version":1,"LeaseToken":"05-FF","FeedRange":{"Range":{"min":"05","max":"FF"}},"ContinuationToken":"\"7\"","Mode":"Full-Fidelity Feed"}`, AllVersionsAndDeletes, ""},
+		{".NET mode in another case", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"full-fidelity feed"}`, AllVersionsAndDeletes, ""},
+		{".NET legacy lease without mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\""}`, LatestVersion, ""},
+		{".NET null mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":null}`, LatestVersion, ""},
+		{"Java v4 v1 incremental", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `"}`, LatestVersion, ""},
+		{"Java v4 v1 full fidelity", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + javaAVAD + `"}`, AllVersionsAndDeletes, ""},
+		{"Java v4 v0 (no mode)", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\""}`, LatestVersion, ""},
+		{".NET v2 library (no mode)", `{"id":"p..7","PartitionId":"7","ContinuationToken":"\"5\""}`, LatestVersion, ""},
+		{".NET unknown mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Everything Feed"}`, LatestVersion, "Everything Feed"},
+		{"Java unknown mode", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaStateWithMode(base64.URLEncoding, "coll==", "SOMETHING_NEW", "NOW", `"\"11\""`) + `"}`, LatestVersion, "SOMETHING_NEW"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode([]byte(tc.doc))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if got.Mode != tc.mode || got.UnknownMode != tc.unknownMode {
+				t.Fatalf("mode %v (unknown %q), want %v (unknown %q)", got.Mode, got.UnknownMode, tc.mode, tc.unknownMode)
+			}
+		})
+	}
+}
+
+// An unknown mode value is kept only up to a bound: it ends up in a log line.
+func TestDecodeBoundsAnUnknownMode(t *testing.T) {
+	long := strings.Repeat("x", 10_000)
+	got, err := Decode([]byte(`{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"` + long + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Mode != LatestVersion || got.UnknownMode == "" || len(got.UnknownMode) > 100 {
+		t.Fatalf("mode %v, unknown mode of %d bytes", got.Mode, len(got.UnknownMode))
+	}
+}
+
+// Java v4 writes its state with the URL-safe Base64 alphabet; a state whose
+// encoding uses '-' or '_' must decode, not be dropped as a non-lease.
+func TestDecodeJavaStateInURLSafeBase64(t *testing.T) {
+	var encoded string
+	for pad := ""; len(pad) < 3; pad += "a" {
+		if e := encodeJavaStateWithMode(base64.URLEncoding, pad+"~~~???>>>", "FULL_FIDELITY", "NOW", `"\"42\""`); strings.ContainsAny(e, "-_") {
+			encoded = e
+			break
+		}
+	}
+	if encoded == "" {
+		t.Fatal("test setup: no state whose URL-safe encoding differs from the standard one")
+	}
+	got, err := Decode([]byte(`{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encoded + `"}`))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got.Continuation != `"42"` || got.Mode != AllVersionsAndDeletes || got.Format != JavaV1 {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -29,4 +29,9 @@ type Lease struct {
 	// checkpointed it (a quoted LSN such as "\"24\"").
 	Continuation string
 	Owner        string
+	// Mode is the change feed mode the processor reads in; its position is
+	// read in the same mode. UnknownMode holds a recorded mode value no
+	// known writer writes (the lease is then read as latest version).
+	Mode        Mode
+	UnknownMode string
 }
