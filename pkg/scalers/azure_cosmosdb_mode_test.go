@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // setLeaseMode rewrites the "Mode" a .NET lease records.
@@ -23,7 +23,7 @@ func (e *cosmosEnv) setLeaseMode(t *testing.T, token, mode string) {
 // A lease recording a mode no known writer writes is read as latest version,
 // and the scaler says so at V(1), naming the value.
 func TestCosmosDBUnknownLeaseModeIsReadAsLatestVersionAndLogged(t *testing.T) {
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	env.setLeaseMode(t, env.tokens[0], "Quantum Feed")
 	env.writeToRange(t, env.tokens[0], 3)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
