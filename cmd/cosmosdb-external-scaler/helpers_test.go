@@ -126,13 +126,13 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 			v, ok := f.env[name]
 			return v, ok
 		},
-		newScaler: func(c *scalersconfig.ScalerConfig) (scalers.Scaler, error) {
-			s, err := defaultNewScaler(c)
+		newScaler: func(c *scalersconfig.ScalerConfig, observe func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error) {
+			s, trigger, err := defaultNewScaler(c, observe)
 			if err != nil {
-				return nil, err
+				return nil, trigger, err
 			}
 			f.created.Add(1)
-			return &closeCounter{Scaler: s, closed: &f.closed}, nil
+			return &closeCounter{Scaler: s, closed: &f.closed}, trigger, nil
 		},
 	}
 	for _, opt := range opts {

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,13 +31,14 @@ type instance struct {
 	metricName string // as sent in GetMetricSpec: without KEDA's "s<index>-" prefix
 	target     int64  // changeFeedLagThreshold
 	processor  string
-	secrets    []string
+	secrets    *scalers.Secrets
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
-	// wait for one estimate instead of each making their own; last is
-	// guarded by it.
-	sem  chan struct{}
-	last *estimate
+	// wait for one estimate instead of each making their own; last and
+	// observed are guarded by it.
+	sem      chan struct{}
+	last     *estimate
+	observed *scalers.AzureCosmosDBEstimate // what the scaler reported for the estimate in progress
 
 	// Guarded by registry.mu.
 	refs     int
@@ -73,17 +72,21 @@ func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (e
 	if maxAge > 0 && in.last != nil && time.Since(in.last.at) < maxAge {
 		return *in.last, nil
 	}
-	values, active, err := in.scaler.GetMetricsAndActivity(ctx, in.metricName)
-	if err != nil {
+	in.observed = nil
+	if _, _, err := in.scaler.GetMetricsAndActivity(ctx, in.metricName); err != nil {
 		return estimate{}, err
 	}
-	if len(values) != 1 {
-		return estimate{}, fmt.Errorf("the scaler returned %d metric values, expected 1", len(values))
+	e := in.observed
+	if e == nil {
+		return estimate{}, errors.New("the scaler reported no estimate")
 	}
-	q := values[0].Value
-	in.last = &estimate{value: q.Value(), valueFloat: q.AsApproximateFloat64(), active: active, at: time.Now()}
+	in.last = &estimate{value: e.Metric, valueFloat: float64(e.Metric), active: e.Active, at: time.Now()}
 	return *in.last, nil
 }
+
+// observe receives the scaler's estimate; it runs inside
+// GetMetricsAndActivity, so under sem.
+func (in *instance) observe(e scalers.AzureCosmosDBEstimate) { in.observed = &e }
 
 func (in *instance) close(log *slog.Logger) {
 	in.closeOnce.Do(func() {
@@ -93,7 +96,7 @@ func (in *instance) close(log *slog.Logger) {
 		attrs := []any{"namespace", in.key.namespace, "name", in.key.name, "processor", in.processor,
 			"metadataHash", in.key.hash[:12], "reason", in.reason}
 		if err != nil {
-			log.Warn("scaler closed with an error", append(attrs, "error", scrub(err.Error(), in.secrets))...)
+			log.Warn("scaler closed with an error", append(attrs, "error", in.secrets.Redact(err.Error()))...)
 		} else {
 			log.Info("scaler closed", attrs...)
 		}
@@ -285,42 +288,27 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if err != nil {
 		return nil, err
 	}
-	sc, err := o.newScaler(tc.scaler)
+	secrets := &scalers.Secrets{}
+	secrets.Add(tc.secrets...)
+	in := &instance{key: key, secrets: secrets, sem: make(chan struct{}, 1), closed: make(chan struct{})}
+	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, scrub(err.Error(), tc.secrets))
+		return nil, status.Error(codes.InvalidArgument, secrets.Redact(err.Error()))
 	}
-	in := &instance{key: key, scaler: sc, processor: ref.ScalerMetadata["processorName"], secrets: tc.secrets,
-		sem: make(chan struct{}, 1), closed: make(chan struct{})}
-	specs := sc.GetMetricSpecForScaling(context.Background())
-	if len(specs) != 1 || specs[0].External == nil {
-		in.reason = "no usable metric spec"
-		in.close(o.logger)
-		return nil, status.Errorf(codes.Internal, "the scaler returned %d metric specs, expected one external metric", len(specs))
-	}
-	ext := specs[0].External
-	in.metricName = strings.TrimPrefix(ext.Metric.Name, "s0-")
-	switch {
-	case ext.Target.AverageValue != nil:
-		in.target = ext.Target.AverageValue.Value()
-	case ext.Target.Value != nil:
-		in.target = ext.Target.Value.Value()
-	default:
-		in.reason = "no usable metric spec"
-		in.close(o.logger)
-		return nil, status.Error(codes.Internal, "the scaler's metric spec has no target")
-	}
+	in.scaler, in.processor, in.metricName, in.target = sc, trigger.Processor, trigger.MetricName, trigger.Threshold
 	return in, nil
 }
 
-// defaultNewScaler is the constructor KEDA itself calls for type azure-cosmosdb.
-func defaultNewScaler(c *scalersconfig.ScalerConfig) (scalers.Scaler, error) {
-	return scalers.NewAzureCosmosDBScaler(c)
+// defaultNewScaler builds the scaler exactly as KEDA's constructor for type
+// azure-cosmosdb does, reporting each estimate to observe.
+func defaultNewScaler(c *scalersconfig.ScalerConfig, observe func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error) {
+	return scalers.NewObservedAzureCosmosDBScaler(c, observe)
 }
 
 // estimateStatus turns an estimate failure into a gRPC status.
-func estimateStatus(ctx context.Context, err error, secrets []string) error {
+func estimateStatus(ctx context.Context, err error, secrets *scalers.Secrets) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return status.FromContextError(ctxErr).Err()
 	}
-	return status.Error(codes.Unavailable, scrub(err.Error(), secrets))
+	return status.Error(codes.Unavailable, secrets.Redact(err.Error()))
 }

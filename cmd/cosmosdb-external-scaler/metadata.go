@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -15,6 +13,8 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
 // KEDA hands an external scaler nothing but the trigger's metadata (no
@@ -33,8 +33,17 @@ import (
 // reaches this server as a name; a FromEnv key that carries something other
 // than a variable name is a secret KEDA resolved, and it is refused.
 
-// secretParams are the trigger parameters that hold credentials.
-var secretParams = []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"}
+// secretParams are the trigger parameters that hold credentials, as the
+// in-tree scaler declares them.
+var secretParams = func() []string {
+	var names []string
+	for _, p := range scalers.AzureCosmosDBParameters() {
+		if p.Secret {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}()
 
 // Pod identity: the server's own Azure workload identity, chosen per trigger.
 const (
@@ -42,10 +51,6 @@ const (
 	paramPodIdentityID       = "podIdentityId"
 	paramPodIdentityTenantID = "podIdentityTenantId"
 )
-
-// envNamePattern is a portable environment variable name. Cosmos DB keys
-// and connection strings always contain '=', so they never match it.
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // triggerConfig is a ScaledObjectRef turned into what the in-tree scaler's
 // constructor takes, plus the secret values it carries (to scrub them from
@@ -92,7 +97,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 			if isSet {
 				return nil, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
 			}
-			if !envNamePattern.MatchString(v) {
+			if !scalers.IsEnvVarName(v) {
 				return nil, status.Errorf(codes.InvalidArgument,
 					"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
 					fromEnv, fromScalerEnv)
@@ -102,7 +107,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 		if !isSet {
 			continue
 		}
-		if !envNamePattern.MatchString(name) {
+		if !scalers.IsEnvVarName(name) {
 			return nil, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
 		}
 		value, _ := lookupEnv(name)
@@ -174,15 +179,4 @@ func metadataHash(md map[string]string) string {
 		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(md[k]), md[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// scrub removes every secret from a message, as a second line of defence:
-// the in-tree scaler's errors already never quote credentials.
-func scrub(msg string, secrets []string) string {
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-		}
-	}
-	return msg
 }

@@ -30,7 +30,7 @@ type serverOptions struct {
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)
-	newScaler func(*scalersconfig.ScalerConfig) (scalers.Scaler, error)
+	newScaler func(*scalersconfig.ScalerConfig, func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error)
 }
 
 // server implements KEDA's externalscaler.ExternalScaler on top of the
@@ -219,7 +219,7 @@ func (s *server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 			return status.FromContextError(ctx.Err()).Err()
 		case err != nil:
 			s.log.Warn("stream: estimate failed; trying again at the next interval",
-				"namespace", ref.Namespace, "name", ref.Name, "error", scrub(err.Error(), in.secrets))
+				"namespace", ref.Namespace, "name", ref.Name, "error", in.secrets.Redact(err.Error()))
 		default:
 			if err := stream.Send(&pb.IsActiveResponse{Result: e.active}); err != nil {
 				return err

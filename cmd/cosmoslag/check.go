@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
 )
 
 type checkOptions struct {
@@ -19,7 +19,7 @@ type checkOptions struct {
 	set      keyValueFlag
 	current  int
 	output   string
-	emulator bool
+	sample   bool // --emulator: the embedded server's sample account instead of the configured one
 	timeout  time.Duration
 }
 
@@ -33,7 +33,7 @@ func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests (e.g. processorName=x),\nor a Secret key / environment variable the manifests reference (repeatable)")
 	fs.IntVar(&o.current, "current-replicas", 0, "replicas running now, for the HPA's decision")
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
-	fs.BoolVar(&o.emulator, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account")
+	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
@@ -103,58 +103,57 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return bad("%v", err)
 		}
 	}
-	setup, err := buildTrigger(&m, o.trigger, o.set.values, values, o.emulator)
+	setup, err := buildTrigger(&m, o.trigger, o.set.values, values, o.sample)
 	if err != nil {
-		return bad("%s", redactAll(err.Error(), values.secrets))
+		return bad("%s", values.secrets.Redact(err.Error()))
 	}
 	for _, n := range setup.notes {
 		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", n)
 	}
 
-	if o.emulator {
-		srv, err := startEmulator(setup.config.TriggerMetadata)
+	if o.sample {
+		srv, err := startSample(setup.config.TriggerMetadata)
 		if err != nil {
 			return bad("%v", err)
 		}
 		defer srv.Close()
-		setup.useEmulator(srv.ConnectionString(), srv.Key())
+		setup.useSample(srv.ConnectionString(), srv.Key())
 		fmt.Fprintf(stderr, "cosmoslag check: --emulator: account settings replaced by an embedded server at %s\n", srv.URL())
 	}
 
 	report := &checkReport{
-		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, Emulator: o.emulator,
+		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, SampleAccount: o.sample,
 		Database: setup.config.TriggerMetadata["databaseId"], Container: setup.config.TriggerMetadata["containerId"],
 		LeaseDatabase: setup.config.TriggerMetadata["leaseDatabaseId"], LeaseContainer: setup.config.TriggerMetadata["leaseContainerId"],
 		Processor: setup.config.TriggerMetadata["processorName"], MetricType: string(setup.config.MetricType),
 	}
-	scaler, err := scalers.NewAzureCosmosDBScaler(setup.config)
+	var estimate *scalers.AzureCosmosDBEstimate
+	scaler, trigger, err := scalers.NewObservedAzureCosmosDBScaler(setup.config, func(e scalers.AzureCosmosDBEstimate) { estimate = &e })
 	if err != nil {
-		return bad("the trigger is invalid: %s", redactAll(err.Error(), setup.secrets))
+		return bad("the trigger is invalid: %s", setup.secrets.Redact(err.Error()))
 	}
 	defer scaler.Close(context.Background())
 	if specs := scaler.GetMetricSpecForScaling(ctx); len(specs) > 0 && specs[0].External != nil {
 		report.MetricName = specs[0].External.Metric.Name
 	}
-	estimator, threshold, activation, ok := scalers.AzureCosmosDBEstimator(scaler)
-	if !ok {
-		fmt.Fprintln(stderr, "cosmoslag check: internal: the scaler is not an azure-cosmosdb scaler")
-		return exitFailed
-	}
-	report.Threshold, report.Activation = threshold, activation
+	report.Threshold, report.Activation = trigger.Threshold, trigger.Activation
 
 	estimateCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	result, err := estimator.Estimate(estimateCtx)
+	_, _, err = scaler.GetMetricsAndActivity(estimateCtx, report.MetricName)
 	cancel()
+	if err == nil && estimate == nil {
+		err = errors.New("internal: the scaler reported no estimate")
+	}
 	if err != nil {
-		report.Error = redactAll(fmt.Sprintf("estimating change feed lag of processor %q: %v", report.Processor, err), setup.secrets)
+		report.Error = setup.secrets.Redact(err.Error())
 		if o.output == "json" {
 			_ = writeJSON(stdout, report)
 		}
 		fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
 		return exitFailed
 	}
-	report.fill(result, lag.Summarize(result, threshold, activation))
-	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown}
+	report.fill(*estimate)
+	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown}
 	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	v2 "k8s.io/api/autoscaling/v2"
@@ -33,7 +32,7 @@ type demoPoll struct {
 	Metric           int64
 	Active           bool
 	Replicas         int32 // after this poll's scaling decision
-	Requests         int
+	Requests         int64 // HTTP requests of the poll, retries included
 	RequestCharge    float64
 	StaleParents     bool
 	Err              error
@@ -163,23 +162,13 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 		},
 		AuthParams: map[string]string{"connection": w.srv.ConnectionString()},
 	}
-	scaler, err := scalers.NewAzureCosmosDBScaler(config)
+	var last *scalers.AzureCosmosDBEstimate
+	scaler, _, err := scalers.NewObservedAzureCosmosDBScaler(config, func(e scalers.AzureCosmosDBEstimate) { last = &e })
 	if err != nil {
 		return nil, fmt.Errorf("creating the scaler: %w", err)
 	}
 	defer scaler.Close(context.Background())
 	metricName := scaler.GetMetricSpecForScaling(ctx)[0].External.Metric.Name
-
-	records := make(chan logRecord, 64)
-	cancel := scalerLogs.subscribe(func(r logRecord) {
-		if r.stringValue("processor") == demoProcessor {
-			select {
-			case records <- r:
-			default:
-			}
-		}
-	})
-	defer cancel()
 
 	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown}
 	steps := int(o.sim.Duration / o.sim.Interval)
@@ -204,7 +193,8 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 			break
 		}
 		at := time.Duration(k) * o.sim.Interval
-		p := pollScaler(ctx, scaler, metricName, w, records)
+		last = nil
+		p := pollScaler(ctx, scaler, metricName, &last)
 		p.At, p.Events = at, append(events, p.Events...)
 		if p.Err == nil {
 			d := hpa.step(simStart.Add(at), replicas, p.Metric, p.Active)
@@ -223,45 +213,35 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	return polls, nil
 }
 
-// pollScaler polls the scaler once as KEDA does and collects what the
-// scaler logged about that poll.
-func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, w *world, records <-chan logRecord) demoPoll {
+// pollScaler polls the scaler once as KEDA does and shows the estimate
+// the scaler reported for it (through *last).
+func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, last **scalers.AzureCosmosDBEstimate) demoPoll {
 	var p demoPoll
-	before := w.srv.Count("")
 	pollCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	metrics, active, err := s.GetMetricsAndActivity(pollCtx, metricName)
+	_, _, err := s.GetMetricsAndActivity(pollCtx, metricName)
 	cancel()
-	p.Requests = w.srv.Count("") - before
-	if err != nil {
-		p.Err = err
+	e := *last
+	if e == nil {
+		p.Err = errors.New("the scaler reported no estimate")
+		if err != nil {
+			p.Err = err
+		}
 		return p
 	}
-	if len(metrics) > 0 {
-		p.Metric = metrics[0].Value.Value()
+	p.Requests, p.RequestCharge = e.Requests, e.RequestCharge
+	if e.Err != nil {
+		p.Err = e.Err
+		return p
 	}
-	p.Active = active
-	seen := false
-	for {
-		select {
-		case r := <-records:
-			switch {
-			case r.Msg == "change feed lag estimated":
-				seen = true
-				p.TotalLag, p.ActivePartitions = r.int64Value("totalLag"), r.int64Value("activePartitions")
-				p.RequestCharge = r.float64Value("requestCharge")
-			case r.int64Value("staleParents") > 0:
-				p.StaleParents = true
-				p.Events = append(p.Events, fmt.Sprintf("scaler: %d stale parent lease(s), wakes the processor", r.int64Value("staleParents")))
-			case strings.HasPrefix(r.Msg, "partition split"):
-				p.Events = append(p.Events, "scaler: split seen, estimate redone")
-			}
-		default:
-			if !seen {
-				p.Events = append(p.Events, "the scaler logged no per-poll figures: lag, partitions and RU unknown")
-			}
-			return p
-		}
+	p.TotalLag, p.ActivePartitions, p.Metric, p.Active = e.TotalLag, e.ActivePartitions, e.Metric, e.Active
+	switch {
+	case e.StaleParents > 0:
+		p.StaleParents = true
+		p.Events = append(p.Events, fmt.Sprintf("scaler: %d stale parent lease(s), wakes the processor", e.StaleParents))
+	case e.SplitRetried:
+		p.Events = append(p.Events, "scaler: split seen, estimate redone")
 	}
+	return p
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

@@ -20,8 +20,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -59,8 +63,14 @@ func main() {
 	os.Exit(code)
 }
 
+var discardScalerLogs sync.Once
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	installScalerLogSink()
+	// The scaler logs through controller-runtime's global logger, as every
+	// KEDA scaler does; what it computed reaches the commands as a typed
+	// estimate instead. Without a logger controller-runtime would complain,
+	// after 30 s, that none was ever set.
+	discardScalerLogs.Do(func() { logf.SetLogger(logr.Discard()) })
 	if len(args) == 0 {
 		usage(stderr)
 		return exitBadArgs

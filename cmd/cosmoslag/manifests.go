@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -83,11 +84,11 @@ func splitYAML(raw []byte) [][]byte {
 type localValues struct {
 	set     map[string]string
 	files   map[string]string
-	secrets []string // values that must never be printed
+	secrets *scalers.Secrets // values that must never be printed
 }
 
 func newLocalValues() *localValues {
-	return &localValues{set: map[string]string{}, files: map[string]string{}}
+	return &localValues{set: map[string]string{}, files: map[string]string{}, secrets: &scalers.Secrets{}}
 }
 
 func (l *localValues) lookup(key string) (string, bool) {
@@ -97,13 +98,11 @@ func (l *localValues) lookup(key string) (string, bool) {
 	if v, ok := l.files[key]; ok {
 		return v, true
 	}
-	if envName.MatchString(key) {
+	if scalers.IsEnvVarName(key) {
 		return os.LookupEnv(key)
 	}
 	return "", false
 }
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // readEnvFile reads KEY=VALUE lines as written for
 // "kubectl create secret generic --from-env-file": blank lines and lines
@@ -140,7 +139,7 @@ func (l *localValues) readEnvFile(path string) error {
 			}
 		}
 		l.files[key] = value
-		l.secrets = append(l.secrets, value)
+		l.secrets.Add(value)
 	}
 	return sc.Err()
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
 // checkReport is check's result, printed as a table or as JSON.
@@ -16,7 +16,7 @@ type checkReport struct {
 	ScaledObject   string `json:"scaledObject"` // namespace/name
 	TriggerIndex   int    `json:"triggerIndex"`
 	TriggerName    string `json:"triggerName,omitempty"`
-	Emulator       bool   `json:"emulator,omitempty"`
+	SampleAccount  bool   `json:"emulator,omitempty"` // check --emulator: the embedded server's sample
 	Processor      string `json:"processorName"`
 	Database       string `json:"databaseId"`
 	Container      string `json:"containerId"`
@@ -52,7 +52,8 @@ type leaseRow struct {
 	StaleParent  bool   `json:"staleParent"`
 }
 
-func (r *checkReport) fill(res lag.Result, s lag.Summary) {
+func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
+	res, s := e.Result, e.Summary
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		r.Leases = append(r.Leases, leaseRow{
@@ -92,7 +93,7 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 		trigger += " (" + r.TriggerName + ")"
 	}
 	account := ""
-	if r.Emulator {
+	if r.SampleAccount {
 		account = " [embedded server]"
 	}
 	fmt.Fprintf(&b, "ScaledObject  %s, %s%s\n", r.ScaledObject, trigger, account)
@@ -147,20 +148,4 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// redactAll replaces every secret of at least 4 characters in s.
-func redactAll(s string, secrets []string) string {
-	long := make([]string, 0, len(secrets))
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			long = append(long, v)
-		}
-	}
-	// Longest first, so a connection string goes before the key inside it.
-	sort.Slice(long, func(i, j int) bool { return len(long[i]) > len(long[j]) })
-	for _, v := range long {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	return s
 }

@@ -33,12 +33,13 @@ func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll
 		return
 	}
 	var (
-		peak                          demoPoll
-		peakReplicas                  demoPoll
-		requests, failed, staleParent int
-		charge                        float64
-		activatedAt, zeroAt           = time.Duration(-1), time.Duration(-1)
-		prev                          int32
+		peak                demoPoll
+		peakReplicas        demoPoll
+		requests            int64
+		failed, staleParent int
+		charge              float64
+		activatedAt, zeroAt = time.Duration(-1), time.Duration(-1)
+		prev                int32
 	)
 	for i, p := range polls {
 		requests += p.Requests

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -56,13 +59,13 @@ type simConfig struct {
 }
 
 type world struct {
-	cfg    simConfig
-	rng    *rand.Rand
-	srv    *cosmostest.Server
-	data   *cosmostest.Container
-	proc   *cosmostest.LeaseWriter
-	feed   *feedReader
-	leases map[string]*simLease
+	cfg         simConfig
+	rng         *rand.Rand
+	srv         *cosmostest.Server
+	data        *cosmostest.Container
+	leaseWriter *cosmostest.LeaseWriter // writes the processor's leases as the real library would
+	feed        *changefeed.Reader      // the simulated processor's change feed client
+	leases      map[string]*simLease
 
 	hotRange   string // range holding demoHotKey, split at splitStep
 	splitStep  int
@@ -99,8 +102,8 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.proc = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
-	tokens, err := w.proc.CreateLeases(true)
+	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
+	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
 		w.close()
 		return nil, err
@@ -108,11 +111,24 @@ func newWorld(cfg simConfig) (*world, error) {
 	for _, t := range tokens {
 		w.leases[t] = &simLease{token: t, checkpoint: w.data.LSN(t), caughtUp: -1}
 	}
-	if w.feed, err = newFeedReader(w.srv, demoDatabase, demoContainer); err != nil {
+	if w.feed, err = newFeedReader(w.srv); err != nil {
 		w.close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// newFeedReader is the simulated processor's change feed client: like a
+// real processor it reads its lease's partition key range over REST from
+// the lease's continuation, so after a split a child lease sees only its
+// own half of the parent's backlog.
+func newFeedReader(srv *cosmostest.Server) (*changefeed.Reader, error) {
+	data, _, err := account.Resolve(account.Settings{Connection: account.Secret(srv.ConnectionString())}, account.CredentialOptions{})
+	if err != nil {
+		return nil, err
+	}
+	client := rest.NewClient(data, rest.ClientOptions{Transport: srv.Client()})
+	return changefeed.NewReader(client, demoDatabase, demoContainer), nil
 }
 
 func (w *world) close() { w.srv.Close() }
@@ -130,7 +146,7 @@ func (w *world) lsns() map[string]int64 {
 // write, and at splitStep the hot range splits. It returns what happened.
 func (w *world) step(ctx context.Context, k int, replicas int) ([]string, error) {
 	var events []string
-	ev, err := w.runProcessor(ctx, replicas)
+	ev, err := w.runConsumer(ctx, replicas)
 	if err != nil {
 		return nil, err
 	}

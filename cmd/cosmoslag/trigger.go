@@ -10,23 +10,37 @@ import (
 
 	v2 "k8s.io/api/autoscaling/v2"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
 const triggerType = "azure-cosmosdb"
 
-// The trigger's parameters, as the scaler reads them.
-var (
-	// secretParams hold keys or connection strings; their values are never printed.
-	secretParams = []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"}
-	// accountParams choose the accounts and credentials; --emulator replaces them.
-	accountParams = append([]string{"endpoint", "leaseEndpoint", "tenantId", "clientId", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint",
-		"connectionFromEnv", "leaseConnectionFromEnv", "cosmosDBKeyFromEnv", "leaseCosmosDBKeyFromEnv"}, secretParams...)
-	// knownParams may be set with --set.
-	knownParams = append([]string{"databaseId", "containerId", "leaseDatabaseId", "leaseContainerId", "processorName",
-		"changeFeedLagThreshold", "activationChangeFeedLagThreshold"}, accountParams...)
-)
+// The trigger's parameters, as the scaler's keda: tags declare them:
+//   - secretParams hold keys, connection strings or client secrets; their
+//     values are never printed;
+//   - accountParams (with their ...FromEnv forms) choose the accounts and
+//     credentials; --emulator replaces them;
+//   - knownParams (with their ...FromEnv forms) may be set with --set.
+var secretParams, accountParams, knownParams = triggerParams()
+
+func triggerParams() (secret, account, known []string) {
+	for _, p := range scalers.AzureCosmosDBParameters() {
+		names := []string{p.Name}
+		if p.FromEnv {
+			names = append(names, p.Name+"FromEnv")
+		}
+		known = append(known, names...)
+		if p.Account {
+			account = append(account, names...)
+		}
+		if p.Secret {
+			secret = append(secret, p.Name)
+		}
+	}
+	return secret, account, known
+}
 
 // triggerSetup is everything check derived from the manifests.
 type triggerSetup struct {
@@ -36,14 +50,14 @@ type triggerSetup struct {
 	config       *scalersconfig.ScalerConfig
 	min, max     int32
 	cooldown     time.Duration
-	secrets      []string // values to redact from every output
-	notes        []string // warnings for stderr
+	secrets      *scalers.Secrets // values to redact from every output
+	notes        []string         // warnings for stderr
 }
 
 // buildTrigger selects the ScaledObject's azure-cosmosdb trigger and
 // resolves its parameters the way KEDA would, from local values instead of
-// the cluster. With emulator, account parameters need not resolve.
-func buildTrigger(m *manifests, selector string, set map[string]string, values *localValues, emulator bool) (*triggerSetup, error) {
+// the cluster. With sample (check --emulator), account parameters need not resolve.
+func buildTrigger(m *manifests, selector string, set map[string]string, values *localValues, sample bool) (*triggerSetup, error) {
 	if len(m.scaledObjects) != 1 {
 		return nil, fmt.Errorf("-f must hold exactly one keda.sh ScaledObject, found %d", len(m.scaledObjects))
 	}
@@ -61,7 +75,7 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 		min:          derefOr(so.Spec.MinReplicaCount, defaultMinReplicas),
 		max:          derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas),
 		cooldown:     time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second,
-		secrets:      slices.Clone(values.secrets),
+		secrets:      values.secrets.Clone(),
 	}
 	if so.Spec.IdleReplicaCount != nil {
 		s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
@@ -99,21 +113,20 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 			cfg.TriggerMetadata[k] = v
 		}
 	}
-	if err := s.resolveAuth(m, trigger.AuthenticationRef, values, overridden, emulator); err != nil {
+	if err := s.resolveAuth(m, trigger.AuthenticationRef, values, overridden, sample); err != nil {
 		return nil, err
 	}
-	if !emulator {
+	if !sample {
 		if err := s.resolveEnv(values, overridden); err != nil {
 			return nil, err
 		}
 	}
 	maps.Copy(cfg.AuthParams, overridden)
 	for _, p := range secretParams {
-		s.addSecret(cfg.AuthParams[p])
-		s.addSecret(cfg.TriggerMetadata[p])
+		s.secrets.Add(cfg.AuthParams[p], cfg.TriggerMetadata[p])
 	}
 	for _, v := range cfg.ResolvedEnv {
-		s.addSecret(v)
+		s.secrets.Add(v)
 	}
 	return s, nil
 }
@@ -153,7 +166,7 @@ func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) 
 // resolveAuth fills AuthParams and PodIdentity from the referenced
 // TriggerAuthentication, with secret, config map and environment values
 // taken from the local values.
-func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.AuthenticationRef, values *localValues, overridden map[string]string, emulator bool) error {
+func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.AuthenticationRef, values *localValues, overridden map[string]string, sample bool) error {
 	if ref == nil {
 		if len(m.auths) > 0 {
 			s.notes = append(s.notes, "the trigger has no authenticationRef, so KEDA would not use the TriggerAuthentication given; it is ignored")
@@ -168,7 +181,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		}
 	}
 	if auth == nil {
-		if emulator {
+		if sample {
 			return nil
 		}
 		return fmt.Errorf("the trigger uses %s %q: pass a file holding it with --auth", kind, ref.Name)
@@ -190,7 +203,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 			s.notes = append(s.notes, fmt.Sprintf("%s %s: %s cannot be read from here and is ignored; supply its parameters with --set", kind, ref.Name, src.name))
 		}
 	}
-	if emulator {
+	if sample {
 		return nil
 	}
 	type ref3 struct{ what, name, key, param string }
@@ -219,7 +232,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		}
 		s.config.AuthParams[r.param] = v
 		if r.what == "secret" {
-			s.addSecret(v)
+			s.secrets.Add(v)
 		}
 	}
 	return nil
@@ -245,8 +258,8 @@ func (s *triggerSetup) resolveEnv(values *localValues, overridden map[string]str
 	return nil
 }
 
-// useEmulator points the trigger at the embedded server's account.
-func (s *triggerSetup) useEmulator(connection, key string) {
+// useSample points the trigger at the embedded server's sample account.
+func (s *triggerSetup) useSample(connection, key string) {
 	for _, p := range accountParams {
 		delete(s.config.AuthParams, p)
 		delete(s.config.TriggerMetadata, p)
@@ -254,21 +267,7 @@ func (s *triggerSetup) useEmulator(connection, key string) {
 	s.config.ResolvedEnv = map[string]string{}
 	s.config.PodIdentity = kedav1alpha1.AuthPodIdentity{}
 	s.config.AuthParams["connection"] = connection
-	s.addSecret(connection)
-	s.addSecret(key)
-}
-
-// addSecret records a value to redact, and the key inside a connection string.
-func (s *triggerSetup) addSecret(v string) {
-	if v == "" {
-		return
-	}
-	s.secrets = append(s.secrets, v)
-	for _, part := range strings.Split(v, ";") {
-		if name, value, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(strings.TrimSpace(name), "AccountKey") {
-			s.secrets = append(s.secrets, strings.TrimSpace(value))
-		}
-	}
+	s.secrets.Add(connection, key)
 }
 
 func cmpOr(s, fallback string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -23,12 +24,16 @@ type azureCosmosDBScaler struct {
 	metadata   azureCosmosDBMetadata
 	estimator  *lag.Estimator
 	logger     logr.Logger
+
+	// observe, when set, is called with every estimate: what the scaler
+	// computed, for tools built on it to show. KEDA leaves it nil.
+	observe func(lag.Result, lag.Summary, error)
 }
 
 // azureCosmosDBMetadata is the trigger's configuration. Credentials are read
 // from the TriggerAuthentication first, then trigger metadata, then (for
 // connection strings and keys) the scale target's environment via the
-// ...FromEnv parameters.
+// ...FromEnv parameters; account.Settings declares those parameters.
 type azureCosmosDBMetadata struct {
 	DatabaseID       string `keda:"name=databaseId,       order=triggerMetadata"`
 	ContainerID      string `keda:"name=containerId,      order=triggerMetadata"`
@@ -39,20 +44,7 @@ type azureCosmosDBMetadata struct {
 	ChangeFeedLagThreshold           int64 `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
 	ActivationChangeFeedLagThreshold int64 `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
 
-	Connection       string `keda:"name=connection,       order=authParams;triggerMetadata;resolvedEnv, optional"`
-	LeaseConnection  string `keda:"name=leaseConnection,  order=authParams;triggerMetadata;resolvedEnv, optional"`
-	Endpoint         string `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
-	LeaseEndpoint    string `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
-	CosmosDBKey      string `keda:"name=cosmosDBKey,      order=authParams;triggerMetadata;resolvedEnv, optional"`
-	LeaseCosmosDBKey string `keda:"name=leaseCosmosDBKey, order=authParams;triggerMetadata;resolvedEnv, optional"`
-
-	TenantID     string `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
-	ClientID     string `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
-	ClientSecret string `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
-
-	Cloud                   string `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
-	CosmosDBResourceURL     string `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
-	ActiveDirectoryEndpoint string `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
+	account.Settings `keda:"optional"`
 
 	TriggerIndex int
 }
@@ -99,26 +91,21 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	meta.TriggerIndex = config.TriggerIndex
+	meta.PodIdentity = config.PodIdentity
 	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
-	data, leases, err := account.Resolve(account.Settings{
-		Connection: meta.Connection, Endpoint: meta.Endpoint, Key: meta.CosmosDBKey,
-		LeaseConnection: meta.LeaseConnection, LeaseEndpoint: meta.LeaseEndpoint, LeaseKey: meta.LeaseCosmosDBKey,
-		TenantID: meta.TenantID, ClientID: meta.ClientID, ClientSecret: meta.ClientSecret,
-		Cloud: meta.Cloud, CosmosDBResourceURL: meta.CosmosDBResourceURL, ActiveDirectoryEndpoint: meta.ActiveDirectoryEndpoint,
-		PodIdentity: config.PodIdentity,
-	}, account.CredentialOptions{Transport: httpClient})
+	data, leases, err := account.Resolve(meta.Settings, account.CredentialOptions{Transport: httpClient})
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	// Cosmos DB requests share KEDA's transport; GlobalHTTPTimeout bounds each try.
-	clientOptions := account.ClientOptions{Transport: account.RoundTripperTransport{RoundTripper: httpClient.Transport}, TryTimeout: httpClient.Timeout}
+	clientOptions := rest.ClientOptions{Transport: rest.RoundTripperTransport{RoundTripper: httpClient.Transport}, TryTimeout: httpClient.Timeout}
 	return &azureCosmosDBScaler{
 		metricType: metricType,
 		metadata:   meta,
 		logger:     InitializeLogger(config, "azure_cosmosdb_scaler"),
 		estimator: lag.NewEstimator(lag.Config{
-			Data:           account.NewClient(data, clientOptions),
-			Lease:          account.NewClient(leases, clientOptions),
+			Data:           rest.NewClient(data, clientOptions),
+			Lease:          rest.NewClient(leases, clientOptions),
 			Database:       meta.DatabaseID,
 			Container:      meta.ContainerID,
 			LeaseDatabase:  meta.LeaseDatabaseID,
@@ -131,12 +118,16 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 // GetMetricSpecForScaling returns one external metric whose name is unique
 // per processor and lease container, with the lag threshold as its target.
 func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
-	name := kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s-%s", s.metadata.LeaseDatabaseID, s.metadata.LeaseContainerID, s.metadata.ProcessorName))
 	externalMetric := &v2.ExternalMetricSource{
-		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, name)},
+		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, s.metricName())},
 		Target: GetMetricTarget(s.metricType, s.metadata.ChangeFeedLagThreshold),
 	}
 	return []v2.MetricSpec{{External: externalMetric, Type: v2.ExternalMetricSourceType}}
+}
+
+// metricName is the metric's name before KEDA's trigger-index prefix.
+func (s *azureCosmosDBScaler) metricName() string {
+	return kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s-%s", s.metadata.LeaseDatabaseID, s.metadata.LeaseContainerID, s.metadata.ProcessorName))
 }
 
 // GetMetricsAndActivity estimates the processor's lag and returns the
@@ -145,7 +136,11 @@ func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.Metr
 func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
 	result, err := s.estimator.Estimate(ctx)
 	if err != nil {
-		return []external_metrics.ExternalMetricValue{}, false, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.metadata.ProcessorName, err)
+		err = fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.metadata.ProcessorName, err)
+		if s.observe != nil {
+			s.observe(result, lag.Summary{}, err)
+		}
+		return []external_metrics.ExternalMetricValue{}, false, err
 	}
 	summary := lag.Summarize(result, s.metadata.ChangeFeedLagThreshold, s.metadata.ActivationChangeFeedLagThreshold)
 	if result.StaleParents > 0 {
@@ -159,6 +154,9 @@ func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricN
 		"processor", s.metadata.ProcessorName, "leases", len(result.Leases), "totalLag", summary.TotalLag,
 		"activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
 		"requests", result.Requests, "requestCharge", result.RequestCharge, "duration", result.Duration)
+	if s.observe != nil {
+		s.observe(result, summary, nil)
+	}
 	metric := GenerateMetricInMili(metricName, float64(summary.Metric))
 	return []external_metrics.ExternalMetricValue{metric}, summary.Active, nil
 }

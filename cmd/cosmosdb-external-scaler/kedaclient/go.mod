@@ -3,8 +3,10 @@ module github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmosdb-external-scaler/ked
 go 1.26.8
 
 require (
+	github.com/go-logr/logr v1.4.4
 	github.com/kedacore/keda-cosmosdb-scaler v0.0.0
 	github.com/kedacore/keda/v2 v2.21.0
+	sigs.k8s.io/controller-runtime v0.24.1
 )
 
 require (
@@ -103,7 +105,6 @@ require (
 	github.com/go-faster/errors v0.8.0 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.5 // indirect
 	github.com/go-kivik/kivik/v4 v4.5.2 // indirect
-	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.1 // indirect
@@ -290,7 +291,6 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
 	k8s.io/metrics v0.36.4 // indirect
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
-	sigs.k8s.io/controller-runtime v0.24.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect

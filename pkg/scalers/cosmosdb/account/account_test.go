@@ -1,10 +1,8 @@
 package account
 
 import (
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 const testKey = "c2VjcmV0LWtleS1mb3ItdGVzdHM=" // base64, decodes to a test secret
@@ -26,22 +24,6 @@ func TestParseConnectionString(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), testKey) {
 			t.Errorf("error quotes the key: %v", err)
-		}
-	}
-}
-
-func TestResourceOfPath(t *testing.T) {
-	for path, want := range map[string][2]string{
-		"/":                          {"", ""},
-		"/dbs/d":                     {"dbs", "dbs/d"},
-		"/dbs/d/colls/c":             {"colls", "dbs/d/colls/c"},
-		"/dbs/d/colls/c/docs":        {"docs", "dbs/d/colls/c"},
-		"/dbs/d/colls/c/pkranges":    {"pkranges", "dbs/d/colls/c"},
-		"/dbs/d/colls/c/docs/item 1": {"docs", "dbs/d/colls/c/docs/item 1"},
-	} {
-		typ, link := resourceOf(path)
-		if typ != want[0] || link != want[1] {
-			t.Errorf("resourceOf(%q) = %q, %q; want %q, %q", path, typ, link, want[0], want[1])
 		}
 	}
 }
@@ -76,34 +58,6 @@ func TestCloudEndpoints(t *testing.T) {
 		resource, authority, err := cloudEndpoints(tc.settings)
 		if err != nil || resource != tc.resource || authority != tc.authority {
 			t.Errorf("cloudEndpoints(%+v) = %q, %q, %v; want %q, %q", tc.settings, resource, authority, err, tc.resource, tc.authority)
-		}
-	}
-}
-
-// The per-client caches must give exactly what computing afresh gives, for
-// every change of verb, path or date.
-func TestTryPolicyCaches(t *testing.T) {
-	key := []byte("secret-key-for-tests")
-	sigs, dates := &signatureCache{}, &dateCache{}
-	t0 := time.Date(2026, 11, 30, 7, 0, 0, 900_000_000, time.FixedZone("x", 3600))
-	for _, tc := range []struct {
-		verb, path string
-		at         time.Time
-	}{
-		{"GET", "/dbs/d/colls/c/docs", t0},
-		{"GET", "/dbs/d/colls/c/docs", t0.Add(50 * time.Millisecond)},
-		{"GET", "/dbs/d/colls/c/docs", t0.Add(150 * time.Millisecond)}, // next second
-		{"POST", "/dbs/d/colls/c/docs", t0.Add(150 * time.Millisecond)},
-		{"GET", "/dbs/d/colls/c/pkranges", t0.Add(150 * time.Millisecond)},
-		{"GET", "/dbs/d/colls/c/docs", t0.Add(150 * time.Millisecond)},
-	} {
-		date := dates.format(tc.at)[0]
-		if want := tc.at.UTC().Format(http.TimeFormat); date != want {
-			t.Fatalf("date %q, want %q", date, want)
-		}
-		typ, link := resourceOf(tc.path)
-		if got, want := sigs.authorization(key, tc.verb, tc.path, date)[0], signMasterKey(key, tc.verb, typ, link, date); got != want {
-			t.Fatalf("%s %s at %s: cached %q, want %q", tc.verb, tc.path, date, got, want)
 		}
 	}
 }

@@ -12,25 +12,11 @@ import (
 // ParseConnectionString extracts the endpoint and account key from a Cosmos DB
 // connection string of the form
 // "AccountEndpoint=https://<account>.documents.azure.com:443/;AccountKey=<key>;".
-// Keys are matched case-insensitively and unknown keys are ignored, as the SDKs do.
 // Errors never quote the input: it holds a secret.
 func ParseConnectionString(connection string) (*url.URL, []byte, error) {
-	var endpoint, key string
-	for _, part := range strings.Split(connection, ";") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, nil, errors.New("malformed connection string: every part must be Name=Value")
-		}
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "accountendpoint":
-			endpoint = strings.TrimSpace(value)
-		case "accountkey":
-			key = strings.TrimSpace(value)
-		}
+	endpoint, key, err := SplitConnectionString(connection)
+	if err != nil {
+		return nil, nil, err
 	}
 	if endpoint == "" {
 		return nil, nil, errors.New("connection string has no AccountEndpoint")
@@ -47,6 +33,29 @@ func ParseConnectionString(connection string) (*url.URL, []byte, error) {
 		return nil, nil, fmt.Errorf("connection string AccountKey: %w", err)
 	}
 	return u, k, nil
+}
+
+// SplitConnectionString returns the AccountEndpoint and AccountKey parts of
+// a connection string as written, "" for a missing part. Names are matched
+// case-insensitively and unknown parts are ignored, as the SDKs do.
+func SplitConnectionString(connection string) (endpoint, key string, err error) {
+	for part := range strings.SplitSeq(connection, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if !ok {
+			return "", "", errors.New("malformed connection string: every part must be Name=Value")
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "accountendpoint":
+			endpoint = strings.TrimSpace(value)
+		case "accountkey":
+			key = strings.TrimSpace(value)
+		}
+	}
+	return endpoint, key, nil
 }
 
 // ParseEndpoint validates an account endpoint and normalises it to

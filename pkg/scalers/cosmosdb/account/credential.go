@@ -57,7 +57,7 @@ func newTokenCredential(s Settings, opts CredentialOptions) (azcore.TokenCredent
 		return nil, "", errors.New("an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret (or give cosmosDBKey/leaseCosmosDBKey or a connection string)")
 	}
 	clientOptions.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: authority}
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret, &azidentity.ClientSecretCredentialOptions{ClientOptions: clientOptions, DisableInstanceDiscovery: private})
+	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, string(s.ClientSecret), &azidentity.ClientSecretCredentialOptions{ClientOptions: clientOptions, DisableInstanceDiscovery: private})
 	if err != nil {
 		// azidentity validates the tenant id format; its message holds no secret.
 		return nil, "", fmt.Errorf("tenantId/clientId: %w", err)

@@ -1,160 +1,42 @@
 package account
 
 import (
-	"errors"
-	"fmt"
-	"net/url"
-	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-// Settings are the trigger's account-related parameters, already looked up
-// (TriggerAuthentication first, then trigger metadata, then the scale
-// target's environment). Field comments give the parameter names used in errors.
+// Settings are the trigger's account and credential parameters. The scaler
+// embeds them in its metadata, so KEDA's typed config fills them (each
+// `keda:` tag names the parameter and where it is looked up) and every tool
+// that lists the trigger's parameters reads these tags.
 type Settings struct {
-	Connection string // connection
-	Endpoint   string // endpoint
-	Key        string // cosmosDBKey
+	Connection      Secret `keda:"name=connection,       order=authParams;triggerMetadata;resolvedEnv, optional"`
+	LeaseConnection Secret `keda:"name=leaseConnection,  order=authParams;triggerMetadata;resolvedEnv, optional"`
+	Endpoint        string `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
+	LeaseEndpoint   string `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
+	Key             Secret `keda:"name=cosmosDBKey,      order=authParams;triggerMetadata;resolvedEnv, optional"`
+	LeaseKey        Secret `keda:"name=leaseCosmosDBKey, order=authParams;triggerMetadata;resolvedEnv, optional"`
 
-	LeaseConnection string // leaseConnection
-	LeaseEndpoint   string // leaseEndpoint
-	LeaseKey        string // leaseCosmosDBKey
+	TenantID     string `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
+	ClientID     string `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
+	ClientSecret Secret `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
 
-	TenantID     string // tenantId
-	ClientID     string // clientId
-	ClientSecret string // clientSecret
+	Cloud                   string `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
+	CosmosDBResourceURL     string `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
+	ActiveDirectoryEndpoint string `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
 
-	Cloud                   string // cloud
-	CosmosDBResourceURL     string // cosmosDBResourceURL
-	ActiveDirectoryEndpoint string // activeDirectoryEndpoint
-
+	// PodIdentity is not a trigger parameter: the scaler copies it from the
+	// TriggerAuthentication KEDA resolved.
 	PodIdentity kedav1alpha1.AuthPodIdentity
 }
 
-// Account is one Cosmos DB account endpoint with the credential the scaler
-// uses for it: an account key or a bearer token.
-type Account struct {
-	Endpoint *url.URL
-	key      []byte
-	token    azcore.TokenCredential
-	scope    string
-}
+// Secret is a parameter value that is a credential (an account key, a
+// connection string holding one, a client secret). The type marks the
+// parameter as secret for whatever lists the trigger's parameters, and
+// formats as "[redacted]" so that printing Settings never shows one.
+type Secret string
 
-// Name is the account name as it appears in lease ids: the first DNS label of
-// the endpoint host ("myaccount" for myaccount.documents.azure.com), or the
-// whole host for IP addresses and single-label hosts.
-func (a *Account) Name() string { return NameFromHost(a.Endpoint.Hostname()) }
+// String hides the value; use string(s) for the value itself.
+func (Secret) String() string { return "[redacted]" }
 
-// UsesKey reports whether requests are signed with the account key.
-func (a *Account) UsesKey() bool { return a.key != nil }
-
-// NameFromHost returns the account part of a host name; see Account.Name.
-func NameFromHost(host string) string {
-	host = strings.ToLower(host)
-	if isLoopback(host) || !strings.Contains(host, ".") || isIP(host) {
-		return host
-	}
-	label, _, _ := strings.Cut(host, ".")
-	return label
-}
-
-// Resolve applies the trigger's credential rules to pick the data and the
-// lease account, independently:
-//  1. a connection string wins over endpoint + key;
-//  2. otherwise an account key supplied for that endpoint is used;
-//  3. otherwise a bearer token: workload identity when configured, else a
-//     service principal (tenantId, clientId and clientSecret, all three).
-//
-// When neither leaseConnection nor leaseEndpoint is set, the lease account is
-// the data account with its credential. Every invalid combination is an error
-// naming the parameter; no secret value is ever quoted.
-func Resolve(s Settings, opts CredentialOptions) (data, lease *Account, err error) {
-	data, err = resolveOne(s.Connection, s.Endpoint, s.Key, "connection", "endpoint", "cosmosDBKey")
-	if err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case s.LeaseConnection != "" || s.LeaseEndpoint != "":
-		lease, err = resolveOne(s.LeaseConnection, s.LeaseEndpoint, s.LeaseKey, "leaseConnection", "leaseEndpoint", "leaseCosmosDBKey")
-		if err != nil {
-			return nil, nil, err
-		}
-	case s.LeaseKey != "":
-		return nil, nil, errors.New("leaseCosmosDBKey is set but neither leaseEndpoint nor leaseConnection is: the lease key is only used with an explicit lease account")
-	default:
-		copied := *data
-		lease = &copied
-	}
-
-	if err := validateServicePrincipal(s); err != nil {
-		return nil, nil, err
-	}
-	if data.UsesKey() && lease.UsesKey() {
-		return data, lease, nil
-	}
-
-	cred, scope, err := newTokenCredential(s, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, a := range []*Account{data, lease} {
-		if !a.UsesKey() {
-			a.token, a.scope = cred, scope
-		}
-	}
-	return data, lease, nil
-}
-
-func resolveOne(connection, endpoint, key, connectionParam, endpointParam, keyParam string) (*Account, error) {
-	if connection != "" {
-		u, k, err := ParseConnectionString(connection)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", connectionParam, err)
-		}
-		return &Account{Endpoint: u, key: k}, nil
-	}
-	if endpoint == "" {
-		if key != "" {
-			return nil, fmt.Errorf("%s is set but %s is not: an account key needs the endpoint it belongs to", keyParam, endpointParam)
-		}
-		return nil, fmt.Errorf("no %s: set %s, or %s with an account key or bearer-token authentication", endpointParam, connectionParam, endpointParam)
-	}
-	u, err := ParseEndpoint(endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", endpointParam, err)
-	}
-	if key == "" {
-		return &Account{Endpoint: u}, nil
-	}
-	k, err := DecodeKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyParam, err)
-	}
-	return &Account{Endpoint: u, key: k}, nil
-}
-
-// validateServicePrincipal enforces "all three or none" unless workload
-// identity is configured, in which case the service principal is ignored.
-func validateServicePrincipal(s Settings) error {
-	if usesWorkloadIdentity(s) {
-		return nil
-	}
-	set := map[string]bool{"tenantId": s.TenantID != "", "clientId": s.ClientID != "", "clientSecret": s.ClientSecret != ""}
-	var missing []string
-	for _, name := range []string{"tenantId", "clientId", "clientSecret"} {
-		if !set[name] {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) == 0 || len(missing) == 3 {
-		return nil
-	}
-	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
-}
-
-func usesWorkloadIdentity(s Settings) bool {
-	return s.PodIdentity.Provider == kedav1alpha1.PodIdentityProviderAzureWorkload
-}
+// GoString hides the value from %#v too.
+func (Secret) GoString() string { return `account.Secret("[redacted]")` }

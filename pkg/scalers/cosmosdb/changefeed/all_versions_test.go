@@ -10,6 +10,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // recordingFeed answers every change feed read with one canned page and
@@ -50,7 +51,7 @@ func newRecordingReader(t *testing.T, feed *recordingFeed) *Reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewReader(account.NewClient(a, account.ClientOptions{Transport: feed}), "appdb", "orders")
+	return NewReader(rest.NewClient(a, rest.ClientOptions{Transport: feed}), "appdb", "orders")
 }
 
 // A lease of an all-versions-and-deletes processor is read the way the SDKs
@@ -137,7 +138,7 @@ func TestLagCountsAPendingDelete(t *testing.T) {
 	feed := &recordingFeed{status: http.StatusOK, sessionToken: "0:-1#12",
 		body: []byte(`{"Documents":[{"current":{},"metadata":{"lsn":12,"crts":1,"operationType":"delete","previousImageLSN":11,"id":"a","partitionKey":{"pk":"a"}}}],"_count":1}`)}
 	r := newRecordingReader(t, feed)
-	ctx, _ := account.WithUsage(context.Background())
+	ctx, _ := rest.WithUsage(context.Background())
 	got, err := r.Lag(ctx, lease.Lease{Token: "0", Continuation: `"11"`, Mode: lease.AllVersionsAndDeletes})
 	if err != nil || got != 1 {
 		t.Fatalf("lag %d, %v; want 1", got, err)

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // ErrStaleParent marks a lease whose partition key range split or merged:
@@ -21,18 +21,17 @@ var ErrStaleParent = errors.New("lease belongs to a partition key range that spl
 
 // Reader reads lease positions in the monitored container's change feed.
 type Reader struct {
-	client              *account.Client
-	database, container string
-	feedURL             string // the container's docs feed, built once: every lease read uses it
-	ranges              *rangeCache
+	client *rest.Client
+	feed   *rest.Resource // the container's docs feed, built once: every lease read uses it
+	ranges *rangeCache
 }
 
 // NewReader returns a Reader for the monitored container on the data account.
-func NewReader(data *account.Client, database, container string) *Reader {
+func NewReader(data *rest.Client, database, container string) *Reader {
 	return &Reader{
-		client: data, database: database, container: container,
-		feedURL: data.ResourceURL("dbs", database, "colls", container, "docs"),
-		ranges:  &rangeCache{client: data, database: database, container: container},
+		client: data,
+		feed:   data.Resource("dbs", database, "colls", container, "docs"),
+		ranges: &rangeCache{client: data, database: database, container: container},
 	}
 }
 
@@ -48,20 +47,50 @@ type target struct {
 // otherwise the session LSN minus the first pending item's LSN, plus one.
 // A split or merge is reported as ErrStaleParent (wrapped with the lease).
 func (r *Reader) Lag(ctx context.Context, l lease.Lease) (int64, error) {
+	var lag int64
+	err := r.read(ctx, l, oneItem, func(body []byte, sessionToken, rangeID string) (err error) {
+		lag, err = lagOfPage(body, sessionToken, rangeID, l.Mode)
+		return err
+	})
+	return lag, err
+}
+
+// Changes is what one read of a lease's change feed returned.
+type Changes struct {
+	Count int   // changes read, at most the number asked for; 0 when nothing follows the continuation
+	Last  int64 // the LSN of the last change: the continuation to checkpoint
+}
+
+// Read reads at most maxItems changes after the lease's continuation, in
+// the lease's mode, as a change feed processor does for the range the lease
+// covers (cosmoslag's simulated processor drains its backlog with it).
+func (r *Reader) Read(ctx context.Context, l lease.Lease, maxItems int) (Changes, error) {
+	var c Changes
+	err := r.read(ctx, l, []string{strconv.Itoa(maxItems)}, func(body []byte, _, _ string) (err error) {
+		c.Count, c.Last, err = pageLSN(body, l.Mode, true)
+		return err
+	})
+	return c, err
+}
+
+// read sends one change feed read of at most maxItems changes from the
+// lease's continuation to the range it resolves to, and hands a page (not a
+// 304) to onPage. A split or merge is reported as ErrStaleParent; every
+// error names the lease.
+func (r *Reader) read(ctx context.Context, l lease.Lease, maxItems []string, onPage func(body []byte, sessionToken, rangeID string) error) error {
 	t, err := r.resolve(ctx, l)
 	if err != nil {
-		return 0, fmt.Errorf("lease %s: %w", l.Token, err)
+		return fmt.Errorf("lease %s: %w", l.Token, err)
 	}
-	lag, err := r.read(ctx, l, t)
-	if err != nil {
-		if account.IsPartitionGone(err) {
+	if err := r.readRange(ctx, l, t, maxItems, onPage); err != nil {
+		if rest.IsPartitionGone(err) {
 			// The range list is now known to be stale; the split retry reads it anew.
 			r.ranges.invalidate()
 			err = fmt.Errorf("%w: %w", ErrStaleParent, err)
 		}
-		return 0, fmt.Errorf("lease %s (partition key range %s): %w", l.Token, t.rangeID, err)
+		return fmt.Errorf("lease %s (partition key range %s): %w", l.Token, t.rangeID, err)
 	}
-	return lag, nil
+	return nil
 }
 
 func (r *Reader) resolve(ctx context.Context, l lease.Lease) (target, error) {
@@ -126,10 +155,10 @@ type allVersionsPage struct {
 	} `json:"Documents"`
 }
 
-func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, error) {
-	req, err := r.client.NewRequestURL(ctx, http.MethodGet, r.feedURL)
+func (r *Reader) readRange(ctx context.Context, l lease.Lease, t target, maxItems []string, onPage func(body []byte, sessionToken, rangeID string) error) error {
+	req, err := r.client.NewRequest(ctx, http.MethodGet, r.feed)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	// Canonical header names: Set stores them as they are instead of
 	// allocating a canonicalised copy per request (the wire is the same).
@@ -143,7 +172,7 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 		h["A-Im"] = incrementalFeed
 	}
 	h.Set("If-None-Match", l.Continuation)
-	h["X-Ms-Max-Item-Count"] = oneItem
+	h["X-Ms-Max-Item-Count"] = maxItems
 	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", t.rangeID)
 	if t.min != "" || t.max != "" {
 		h["X-Ms-Read-Key-Type"] = epkRangeKey
@@ -153,21 +182,20 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 	const operation = "read change feed"
 	resp, err := r.client.Do(req, operation, http.StatusOK, http.StatusNotModified)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if resp.StatusCode == http.StatusNotModified {
 		resp.Body.Close()
-		return 0, nil
+		return nil
 	}
-	body, err := account.ReadBody(resp, operation)
+	body, err := rest.ReadBody(resp, operation)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	lag, err := lagOfPage(body, resp.Header.Get("X-Ms-Session-Token"), t.rangeID, l.Mode)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", operation, err)
+	if err := onPage(body, resp.Header.Get("X-Ms-Session-Token"), t.rangeID); err != nil {
+		return fmt.Errorf("%s: %w", operation, err)
 	}
-	return lag, nil
+	return nil
 }
 
 // lagOfPage computes a lease's lag from a change feed page read from its
@@ -176,8 +204,8 @@ func (r *Reader) read(ctx context.Context, l lease.Lease, t target) (int64, erro
 // saturating at MaxInt64. firstLSN is the first item's _lsn in latest-version
 // mode and the first change's metadata.lsn in all-versions-and-deletes mode.
 func lagOfPage(body []byte, sessionToken, rangeID string, mode lease.Mode) (int64, error) {
-	first, found, err := firstLSN(body, mode)
-	if err != nil || !found {
+	n, first, err := pageLSN(body, mode, false)
+	if err != nil || n == 0 {
 		return 0, err
 	}
 	session, err := SessionLSN(sessionToken, rangeID)
@@ -193,39 +221,50 @@ func lagOfPage(body []byte, sessionToken, rangeID string, mode lease.Mode) (int6
 	return session - first + 1, nil
 }
 
-// firstLSN decodes a page and returns the LSN of its first change; found is
-// false for an empty page.
-func firstLSN(body []byte, mode lease.Mode) (lsn int64, found bool, err error) {
+// pageLSN decodes a page and returns how many changes it holds and the LSN
+// of its first change, or with last of its last one: the item's _lsn in
+// latest-version mode, the change's metadata.lsn in all-versions-and-deletes
+// mode.
+func pageLSN(body []byte, mode lease.Mode, last bool) (n int, lsn int64, err error) {
+	which := "first"
+	if last {
+		which = "last"
+	}
 	if mode == lease.AllVersionsAndDeletes {
 		var page allVersionsPage
 		if err := json.Unmarshal(body, &page); err != nil {
-			return 0, false, fmt.Errorf("malformed response body: %w", err)
+			return 0, 0, fmt.Errorf("malformed response body: %w", err)
 		}
-		if len(page.Documents) == 0 {
-			return 0, false, nil
+		if n = len(page.Documents); n == 0 {
+			return 0, 0, nil
 		}
-		first := page.Documents[0].Metadata
-		if first == nil {
-			return 0, false, errors.New("first change has no metadata")
+		change := page.Documents[0]
+		if last {
+			change = page.Documents[n-1]
 		}
-		lsn, err := parseLSN(first.LSN, "metadata.lsn")
-		if err != nil {
-			return 0, false, fmt.Errorf("first change: %w", err)
+		if change.Metadata == nil {
+			return 0, 0, fmt.Errorf("%s change has no metadata", which)
 		}
-		return lsn, true, nil
+		if lsn, err = parseLSN(change.Metadata.LSN, "metadata.lsn"); err != nil {
+			return 0, 0, fmt.Errorf("%s change: %w", which, err)
+		}
+		return n, lsn, nil
 	}
 	var page latestVersionPage
 	if err := json.Unmarshal(body, &page); err != nil {
-		return 0, false, fmt.Errorf("malformed response body: %w", err)
+		return 0, 0, fmt.Errorf("malformed response body: %w", err)
 	}
-	if len(page.Documents) == 0 {
-		return 0, false, nil
+	if n = len(page.Documents); n == 0 {
+		return 0, 0, nil
 	}
-	lsn, err = parseLSN(page.Documents[0].LSN, "_lsn")
-	if err != nil {
-		return 0, false, fmt.Errorf("first item: %w", err)
+	item := page.Documents[0]
+	if last {
+		item = page.Documents[n-1]
 	}
-	return lsn, true, nil
+	if lsn, err = parseLSN(item.LSN, "_lsn"); err != nil {
+		return 0, 0, fmt.Errorf("%s item: %w", which, err)
+	}
+	return n, lsn, nil
 }
 
 // parseLSN reads an LSN, a JSON number, refusing anything that is not a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // cannedFeed answers every request with the same one-item change feed page,
@@ -39,9 +40,9 @@ func BenchmarkLeaseRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := account.NewClient(a, account.ClientOptions{Transport: cannedFeed{body: body}})
+	client := rest.NewClient(a, rest.ClientOptions{Transport: cannedFeed{body: body}})
 	r := NewReader(client, "appdb", "orders")
-	ctx, _ := account.WithUsage(context.Background())
+	ctx, _ := rest.WithUsage(context.Background())
 	leases := make([]lease.Lease, 64)
 	for i := range leases {
 		leases[i] = lease.Lease{ID: "p..0", Token: strconv.Itoa(i), Continuation: `"1"`}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // PartitionKeyRange is one physical partition of the monitored container,
@@ -24,7 +24,7 @@ type PartitionKeyRange struct {
 // refreshed only when a lease shows it may be stale, with If-None-Match so
 // an unchanged topology costs a 304.
 type rangeCache struct {
-	client              *account.Client
+	client              *rest.Client
 	database, container string
 
 	mu      sync.Mutex
@@ -67,9 +67,10 @@ func (c *rangeCache) invalidate() {
 func (c *rangeCache) load(ctx context.Context) error {
 	operation := fmt.Sprintf("read partition key ranges of %s/%s", c.database, c.container)
 	var all []PartitionKeyRange
+	pkranges := c.client.Resource("dbs", c.database, "colls", c.container, "pkranges")
 	etag, continuation := c.etag, ""
 	for {
-		req, err := c.client.NewRequest(ctx, http.MethodGet, "dbs", c.database, "colls", c.container, "pkranges")
+		req, err := c.client.NewRequest(ctx, http.MethodGet, pkranges)
 		if err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func (c *rangeCache) load(ctx context.Context) error {
 		}
 		continuation = resp.Header.Get("x-ms-continuation")
 		newEtag := resp.Header.Get("etag")
-		if err := account.DecodeJSON(resp, operation, &page); err != nil {
+		if err := rest.DecodeJSON(resp, operation, &page); err != nil {
 			return err
 		}
 		all = append(all, page.Ranges...)

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // DefaultConcurrency bounds the per-lease reads in flight during one poll.
@@ -49,7 +49,7 @@ type Result struct {
 type Estimator struct {
 	leases    *lease.Reader
 	positions *changefeed.Reader
-	data      *account.Client
+	data      *rest.Client
 	processor string
 	database  string
 	container string
@@ -63,7 +63,7 @@ type Estimator struct {
 
 // Config names what an Estimator watches.
 type Config struct {
-	Data, Lease                   *account.Client
+	Data, Lease                   *rest.Client
 	Database, Container           string // the monitored container
 	LeaseDatabase, LeaseContainer string
 	Processor                     string
@@ -89,7 +89,7 @@ func NewEstimator(c Config) *Estimator {
 // failure fails the whole estimate: a partial total is never returned.
 func (e *Estimator) Estimate(ctx context.Context) (Result, error) {
 	start := time.Now()
-	ctx, usage := account.WithUsage(ctx)
+	ctx, usage := rest.WithUsage(ctx)
 	res, err := e.estimate(ctx)
 	res.Requests, res.RequestCharge, res.Duration = usage.Requests(), usage.RequestCharge(), time.Since(start)
 	return res, err

@@ -4,13 +4,13 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // ReadScope reads the monitored database's and container's resource ids
 // from the data account: leases name the container by RID, so they are what
 // a lease id is matched against.
-func ReadScope(ctx context.Context, data *account.Client, processor, database, container string) (Scope, error) {
+func ReadScope(ctx context.Context, data *rest.Client, processor, database, container string) (Scope, error) {
 	s := Scope{Processor: processor, Account: data.Account().Name(), DatabaseID: database, ContainerID: container}
 	var err error
 	if s.DatabaseRID, err = readRID(ctx, data, "read database "+database, "dbs", database); err != nil {
@@ -22,8 +22,8 @@ func ReadScope(ctx context.Context, data *account.Client, processor, database, c
 	return s, nil
 }
 
-func readRID(ctx context.Context, c *account.Client, operation string, segments ...string) (string, error) {
-	req, err := c.NewRequest(ctx, http.MethodGet, segments...)
+func readRID(ctx context.Context, c *rest.Client, operation string, segments ...string) (string, error) {
+	req, err := c.NewRequest(ctx, http.MethodGet, c.Resource(segments...))
 	if err != nil {
 		return "", err
 	}
@@ -35,11 +35,11 @@ func readRID(ctx context.Context, c *account.Client, operation string, segments 
 	var props struct {
 		RID string `json:"_rid"`
 	}
-	if err := account.DecodeJSON(resp, operation, &props); err != nil {
+	if err := rest.DecodeJSON(resp, operation, &props); err != nil {
 		return "", err
 	}
 	if props.RID == "" {
-		return "", &account.ResponseError{Operation: operation, StatusCode: resp.StatusCode, Message: "response has no _rid"}
+		return "", &rest.ResponseError{Operation: operation, StatusCode: resp.StatusCode, Message: "response has no _rid"}
 	}
 	return props.RID, nil
 }

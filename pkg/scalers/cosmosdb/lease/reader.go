@@ -10,7 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // MaxPageSize is the largest page the lease query asks for. The query is the
@@ -19,7 +19,7 @@ const MaxPageSize = 1000
 
 // Reader queries a lease container.
 type Reader struct {
-	Client    *account.Client
+	Client    *rest.Client
 	Database  string
 	Container string
 }
@@ -51,9 +51,10 @@ func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error)
 	if err != nil {
 		return err
 	}
+	docs := r.Client.Resource("dbs", r.Database, "colls", r.Container, "docs")
 	continuation := ""
 	for {
-		req, err := r.Client.NewRequest(ctx, http.MethodPost, "dbs", r.Database, "colls", r.Container, "docs")
+		req, err := r.Client.NewRequest(ctx, http.MethodPost, docs)
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error)
 		defer resp.Body.Close() // ReadBody closes it too; closing twice is harmless
 		continuation = resp.Header.Get("x-ms-continuation")
 		operation := "query leases in " + r.Database + "/" + r.Container
-		body, err := account.ReadBody(resp, operation)
+		body, err := rest.ReadBody(resp, operation)
 		if err != nil {
 			return err
 		}

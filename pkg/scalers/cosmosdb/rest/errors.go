@@ -1,4 +1,4 @@
-package account
+package rest
 
 import (
 	"encoding/json"
@@ -10,12 +10,9 @@ import (
 	"time"
 )
 
-// Cosmos DB substatus codes the scaler branches on (x-ms-substatus).
-const (
-	SubStatusPartitionKeyRangeGone = 1002 // the range split or merged
-	SubStatusCompletingSplit       = 1007
-	SubStatusCompletingMigration   = 1008
-)
+// subStatusPartitionKeyRangeGone (x-ms-substatus 1002 with a 410): the
+// range split or merged. It is the only substatus the scaler branches on.
+const subStatusPartitionKeyRangeGone = 1002
 
 // MaxResponseBytes bounds what the scaler reads from one response. Cosmos DB
 // caps a page at 4 MB; anything far larger is not a response we asked for.
@@ -57,16 +54,7 @@ func (e *ResponseError) Error() string {
 // trigger treats as a split or merge of the lease's physical range.
 func IsPartitionGone(err error) bool {
 	var re *ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == SubStatusPartitionKeyRangeGone
-}
-
-// StatusOf returns the HTTP status of a ResponseError in err's chain, or 0.
-func StatusOf(err error) int {
-	var re *ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
+	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == subStatusPartitionKeyRangeGone
 }
 
 func newResponseError(operation string, resp *http.Response) *ResponseError {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
-// The simulated change feed processor.
+// The simulated consumer: a change feed processor's replicas draining the
+// monitored container and checkpointing their leases.
 
 // simLease is the processor's view of one of its leases.
 type simLease struct {
@@ -19,19 +23,19 @@ type simLease struct {
 	caughtUp   int64 // range LSN at which a read last found nothing more; -1 = never
 }
 
-// runProcessor is one interval of a processor with `replicas` replicas.
+// runConsumer is one interval of the simulated processor with `replicas` replicas.
 // Each replica owns at most one lease: it keeps a lease while it has work
 // and otherwise moves to the unowned lease with the most pending changes.
 // A stale parent lease is replaced by its children, which carry its
 // checkpoint, as soon as any replica runs; at 0 replicas it stays.
-func (w *world) runProcessor(ctx context.Context, replicas int) ([]string, error) {
+func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error) {
 	var events []string
 	if replicas > 0 {
 		for _, l := range w.sortedLeases() {
 			if !l.stale {
 				continue
 			}
-			children, err := w.proc.ReplaceAfterSplit(l.token)
+			children, err := w.leaseWriter.ReplaceAfterSplit(l.token)
 			if err != nil {
 				return nil, err
 			}
@@ -85,19 +89,19 @@ func (w *world) runProcessor(ctx context.Context, replicas int) ([]string, error
 			continue
 		}
 		lsn := w.data.LSN(l.token)
-		read, last, err := w.feed.read(ctx, l.token, l.checkpoint, n)
+		changes, err := w.feed.Read(ctx, lease.Lease{Token: l.token, Continuation: strconv.Quote(strconv.FormatInt(l.checkpoint, 10))}, n)
 		if err != nil {
 			return nil, err
 		}
-		if read < n {
+		if changes.Count < n {
 			l.caughtUp, l.carry = lsn, 0
 		}
-		if read == 0 {
+		if changes.Count == 0 {
 			continue
 		}
-		l.checkpoint = last
-		w.Processed += int64(read)
-		if err := w.proc.Checkpoint(l.token, l.checkpoint); err != nil {
+		l.checkpoint = max(l.checkpoint, changes.Last)
+		w.Processed += int64(changes.Count)
+		if err := w.leaseWriter.Checkpoint(l.token, l.checkpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +147,7 @@ func (w *world) setOwner(l *simLease, replica int) error {
 	if replica > 0 {
 		name = fmt.Sprintf("%s-%d", demoProcessor, replica)
 	}
-	return w.proc.SetOwner(l.token, name)
+	return w.leaseWriter.SetOwner(l.token, name)
 }
 
 // sortedLeases orders leases by numeric range id, for deterministic runs.

@@ -8,12 +8,13 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
-// The sample the embedded server holds for check --emulator: a monitored
+// The sample account check --emulator runs against: the embedded server
+// (not Microsoft's Cosmos DB Emulator) holding a monitored
 // container with three physical ranges and a .NET processor's leases,
 // checkpointed, then items written after the checkpoints. Lags per lease:
 // range 0: 120 (owned by <processor>-1), range 1: 0 (owned by
 // <processor>-2), range 2: 35 (unowned).
-var emulatorBacklog = []struct {
+var sampleBacklog = []struct {
 	rangeID string
 	items   int
 	owner   string // suffix of the processor name; "" = unowned
@@ -23,9 +24,9 @@ var emulatorBacklog = []struct {
 	{"2", 35, ""},
 }
 
-// startEmulator starts the embedded server with the trigger's database,
+// startSample starts the embedded server with the trigger's database,
 // containers and processor. The caller closes the server.
-func startEmulator(meta map[string]string) (*cosmostest.Server, error) {
+func startSample(meta map[string]string) (*cosmostest.Server, error) {
 	db, coll := meta["databaseId"], meta["containerId"]
 	leaseDB, leaseColl, processor := meta["leaseDatabaseId"], meta["leaseContainerId"], meta["processorName"]
 	if db == "" || coll == "" || leaseDB == "" || leaseColl == "" || processor == "" {
@@ -35,18 +36,18 @@ func startEmulator(meta map[string]string) (*cosmostest.Server, error) {
 		return nil, errors.New("--emulator: the lease container must differ from the monitored container")
 	}
 	srv := cosmostest.NewServer()
-	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(emulatorBacklog))
+	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(sampleBacklog))
 	leases := srv.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
 	proc := cosmostest.NewLeaseWriter(processor, data, leases, lease.DotNetV0)
-	if err := fillEmulator(data, proc); err != nil {
+	if err := fillSample(data, proc); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("--emulator: preparing the sample: %w", err)
 	}
 	return srv, nil
 }
 
-func fillEmulator(data *cosmostest.Container, proc *cosmostest.LeaseWriter) error {
-	for _, b := range emulatorBacklog {
+func fillSample(data *cosmostest.Container, proc *cosmostest.LeaseWriter) error {
+	for _, b := range sampleBacklog {
 		if err := data.WriteItemsToRange(b.rangeID, 10); err != nil { // history before the checkpoint
 			return err
 		}
@@ -54,7 +55,7 @@ func fillEmulator(data *cosmostest.Container, proc *cosmostest.LeaseWriter) erro
 	if _, err := proc.CreateLeases(true); err != nil {
 		return err
 	}
-	for _, b := range emulatorBacklog {
+	for _, b := range sampleBacklog {
 		if b.items > 0 {
 			if err := data.WriteItemsToRange(b.rangeID, b.items); err != nil {
 				return err

@@ -1,11 +1,10 @@
-package account
+package rest
 
 import (
 	"context"
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,15 +53,14 @@ func (f *failingAfter) Read(p []byte) (int, error) {
 
 func testClient(t *testing.T, tr *scriptedTransport) *Client {
 	t.Helper()
-	endpoint, _ := url.Parse("https://account.documents.azure.com:443/")
 	retry := DefaultRetry
 	retry.RetryDelay, retry.MaxRetryDelay = time.Millisecond, time.Millisecond
-	return NewClient(&Account{Endpoint: endpoint, key: []byte("secret-key-for-tests")}, ClientOptions{Transport: tr, Retry: &retry})
+	return NewClient(testAccount(t), ClientOptions{Transport: tr, Retry: &retry})
 }
 
 func getBody(t *testing.T, c *Client) ([]byte, error) {
 	t.Helper()
-	req, err := c.NewRequest(context.Background(), http.MethodGet, "dbs", "d")
+	req, err := c.NewRequest(context.Background(), http.MethodGet, c.Resource("dbs", "d"))
 	if err != nil {
 		t.Fatal(err)
 	}
