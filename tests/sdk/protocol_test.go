@@ -17,6 +17,7 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // Headers that differ per request or per client and say nothing about the
@@ -91,12 +92,12 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	srv.ResetRequests()
 
 	// The scaler's own reads of the same positions.
-	dataAccount, leaseAccount, err := account.Resolve(account.Settings{Connection: srv.ConnectionString()}, account.CredentialOptions{})
+	dataAccount, leaseAccount, err := account.Resolve(account.Settings{Connection: account.Secret(srv.ConnectionString())}, account.CredentialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := account.ClientOptions{Transport: srv.Client()}
-	dataClient, leaseClient := account.NewClient(dataAccount, opts), account.NewClient(leaseAccount, opts)
+	opts := rest.ClientOptions{Transport: srv.Client()}
+	dataClient, leaseClient := rest.NewClient(dataAccount, opts), rest.NewClient(leaseAccount, opts)
 	ctx := context.Background()
 	reader := changefeed.NewReader(dataClient, "shop", "orders")
 	if _, err := reader.Lag(ctx, lease.Lease{Token: physical.ID, Continuation: etag}); err != nil {
