@@ -21,7 +21,7 @@ func SessionLSN(header, rangeID string) (int64, error) {
 		return 0, errors.New("response has no x-ms-session-token")
 	}
 	// Cut and SplitSeq rather than Split: this runs once per lease read, and
-	// the slices Split builds were most of its cost.
+	// builds no slices.
 	entry := ""
 	if !strings.Contains(header, ",") {
 		entry = header

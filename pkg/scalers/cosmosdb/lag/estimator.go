@@ -13,15 +13,12 @@ import (
 )
 
 // DefaultConcurrency bounds the per-lease reads in flight during one poll.
-// Chosen from BenchmarkCosmosDBPoll at 1,000 leases (see BENCHMARKS.md):
-// with 10 ms per request, 256 in flight polls in ~108 ms against ~145 ms for
-// 128 (fewer waves of round trips), and 512 gains nothing more; with 2 ms per
-// request and the embedded server sharing the benchmark's 2 cores, 256 costs
-// ~8% over 128. Against a real account the server's CPU is not ours and the
-// round trips dominate, so the latency-bound case decides. Workers are only
-// started as leases need them: a processor with 100 leases uses 100. Each
-// lease is one read of about 1 RU on its own partition per poll whatever the
-// bound, so it does not concentrate RU load.
+// Against a real account the round trips dominate a poll, so the bound is
+// set where more reads in flight stop removing waves of round trips
+// (measured in BENCHMARKS.md, "Choosing the read concurrency"). Workers are
+// only started as leases need them: a processor with 100 leases uses 100.
+// Each lease is one read of about 1 RU on its own partition per poll whatever
+// the bound, so it does not concentrate RU load.
 const DefaultConcurrency = 256
 
 // LeaseLag is one lease's estimate.
