@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 )
 
 // Database is a database of a Server.
@@ -45,13 +47,9 @@ type Container struct {
 	sparePKs map[string][]string // partition key values already known to hash into a range, by range id
 }
 
-// PartitionKeyRange is a physical partition key range as listed by pkranges.
-type PartitionKeyRange struct {
-	ID           string
-	MinInclusive string
-	MaxExclusive string
-	Parents      []string
-}
+// PartitionKeyRange is a physical partition key range as listed by
+// pkranges: the very type the scaler reads the listing into.
+type PartitionKeyRange = changefeed.PartitionKeyRange
 
 type pkRange struct {
 	id       string

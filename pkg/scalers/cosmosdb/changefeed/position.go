@@ -116,7 +116,7 @@ func (r *Reader) resolve(ctx context.Context, l lease.Lease) (target, error) {
 		return target{}, fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", ErrStaleParent, l.Min, l.Max, len(covering))
 	}
 	pk := covering[0]
-	if pk.Min == l.Min && pk.Max == l.Max {
+	if pk.MinInclusive == l.Min && pk.MaxExclusive == l.Max {
 		return target{rangeID: pk.ID}, nil
 	}
 	return target{rangeID: pk.ID, min: l.Min, max: l.Max}, nil

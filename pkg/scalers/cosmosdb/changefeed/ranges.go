@@ -10,14 +10,15 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
-// PartitionKeyRange is one physical partition of the monitored container,
-// covering effective partition keys [Min, Max). EPKs are upper-case hex
-// strings compared ordinally, with "" the lowest and "FF" the highest.
+// PartitionKeyRange is one physical partition of a container as pkranges
+// lists it, covering effective partition keys [MinInclusive, MaxExclusive).
+// EPKs are upper-case hex strings compared ordinally, with "" the lowest and
+// "FF" the highest. Parents names the ranges a split or merge replaced.
 type PartitionKeyRange struct {
-	ID      string   `json:"id"`
-	Min     string   `json:"minInclusive"`
-	Max     string   `json:"maxExclusive"`
-	Parents []string `json:"parents"`
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents"`
 }
 
 // rangeCache holds the container's physical ranges across polls. It is
@@ -136,7 +137,7 @@ func withoutParents(ranges []PartitionKeyRange) []PartitionKeyRange {
 func overlapping(ranges []PartitionKeyRange, min, max string) []PartitionKeyRange {
 	var out []PartitionKeyRange
 	for _, r := range ranges {
-		if r.Min < max && min < r.Max {
+		if r.MinInclusive < max && min < r.MaxExclusive {
 			out = append(out, r)
 		}
 	}
