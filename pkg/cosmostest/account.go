@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/fault"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/gate"
 )
 
 // Account is the state of one Cosmos DB account (databases, containers,
@@ -21,8 +22,7 @@ type Account struct {
 	endpoint string // URL GET / lists as the account's only location
 	host     string // endpoint host without the port
 
-	closing  chan struct{} // closed by close; wakes sleeping handlers
-	handlers sync.WaitGroup
+	gate     *gate.Gate
 	inFlight handlerCount // running handlers, for tests
 
 	faults   fault.List[Fault]
@@ -30,7 +30,6 @@ type Account struct {
 	redacted redactionMemo // guarded by its own lock
 
 	mu          sync.Mutex
-	closed      bool
 	dbs         map[string]*Database
 	dbOrder     []*Database
 	usedRIDs    map[string]bool
@@ -43,7 +42,7 @@ func newAccount(cfg config, keyBytes []byte) *Account {
 	return &Account{
 		cfg:         cfg,
 		keyBytes:    keyBytes,
-		closing:     make(chan struct{}),
+		gate:        gate.New(),
 		dbs:         map[string]*Database{},
 		usedRIDs:    map[string]bool{},
 		sessionForm: SessionTokenVersioned,
@@ -59,19 +58,6 @@ func (a *Account) Key() string { return a.cfg.key }
 // Host is the host name of the endpoint without the port; change feed
 // processors write it into lease ids.
 func (a *Account) Host() string { return a.host }
-
-// close makes later requests drop their connection and wakes handlers
-// sleeping on injected latency; wait then waits for running handlers.
-func (a *Account) close() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.closed {
-		a.closed = true
-		close(a.closing)
-	}
-}
-
-func (a *Account) wait() { a.handlers.Wait() }
 
 // SetSessionTokenForm selects the x-ms-session-token form of later responses.
 func (a *Account) SetSessionTokenForm(f SessionTokenForm) {
@@ -92,17 +78,11 @@ func (a *Account) SetLatency(d time.Duration) {
 // authorize, route. Every request is recorded before its answer is written,
 // so a test that has received a response always finds it in Requests.
 func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Add to the WaitGroup only while open, so wait never races an Add.
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+	if !a.gate.Enter() { // the server is closing
 		fault.DropConnection(w)
 		return
 	}
-	a.handlers.Add(1)
-	latency := a.latency
-	a.mu.Unlock()
-	defer a.handlers.Done()
+	defer a.gate.Leave()
 	a.inFlight.Add(1)
 	defer a.inFlight.Add(-1)
 
@@ -118,7 +98,10 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header:  r.Header,
 		At:      time.Now(),
 	}
-	if !fault.Sleep(r.Context(), a.closing, latency) {
+	a.mu.Lock()
+	latency := a.latency
+	a.mu.Unlock()
+	if !a.gate.Sleep(r.Context(), latency) {
 		a.record(rec, 0)
 		fault.DropConnection(w)
 		return

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/fault"
 )
 
 // Fault describes a failure the server injects into matching requests.
@@ -57,7 +55,7 @@ func (a *Account) injectedReply(r *http.Request, kind RequestKind, rangeID strin
 	if !ok {
 		return nil, false
 	}
-	if !fault.Sleep(r.Context(), a.closing, f.Latency) {
+	if !a.gate.Sleep(r.Context(), f.Latency) {
 		return nil, true
 	}
 	if f.Hook != nil {

@@ -167,8 +167,8 @@ func (s *Server) Client() *http.Client { return s.http.Client() }
 // goroutine of the server survives Close.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		s.Account.close()
+		s.Account.gate.Close()
 		s.http.Close()
-		s.Account.wait()
+		s.Account.gate.Wait()
 	})
 }

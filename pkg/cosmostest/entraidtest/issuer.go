@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/fault"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/gate"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/testcert"
 )
 
@@ -35,17 +36,15 @@ import (
 // JWT-shaped strings that only this issuer's Verifier accepts. All methods
 // are safe for concurrent use.
 type Issuer struct {
-	ca       *testcert.CA
-	secret   []byte // signs access tokens
-	http     *httptest.Server
-	client   *http.Client
-	url      string
-	closing  chan struct{}
-	handlers sync.WaitGroup
-	faults   fault.List[Fault]
+	ca     *testcert.CA
+	secret []byte // signs access tokens
+	http   *httptest.Server
+	client *http.Client
+	url    string
+	gate   *gate.Gate
+	faults fault.List[Fault]
 
 	mu     sync.Mutex
-	closed bool
 	grants []TokenGrant
 	log    []string // "METHOD host/path" of every request, for tests
 }
@@ -85,7 +84,7 @@ func New() (*Issuer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("entraidtest: listen: %w", err)
 	}
-	t := &Issuer{ca: ca, closing: make(chan struct{}), secret: make([]byte, 32)}
+	t := &Issuer{ca: ca, gate: gate.New(), secret: make([]byte, 32)}
 	_, _ = rand.Read(t.secret)
 	t.http = &httptest.Server{
 		Listener: ln,
@@ -171,32 +170,23 @@ func (t *Issuer) Verifier(requiredScope string) func(token string) error {
 // Close stops the issuer and waits for its handlers, also those serving
 // through a proxy.
 func (t *Issuer) Close() {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return
-	}
-	t.closed = true
-	close(t.closing)
-	t.mu.Unlock()
+	t.gate.Close()
 	t.http.Close()
-	t.handlers.Wait()
+	t.gate.Wait()
 	t.client.CloseIdleConnections()
 }
 
 // ServeHTTP serves one request to the authority, under whatever host name
 // it was sent to.
 func (t *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	if !t.gate.Enter() { // the issuer is closing
 		fault.DropConnection(w)
 		return
 	}
-	t.handlers.Add(1)
+	defer t.gate.Leave()
+	t.mu.Lock()
 	t.log = append(t.log, r.Method+" "+r.Host+r.URL.Path)
 	t.mu.Unlock()
-	defer t.handlers.Done()
 	segs := pathSegments(r.URL.Path)
 	switch {
 	case r.Method == http.MethodGet && len(segs) == 3 && segs[0] == "common" && segs[1] == "discovery" && segs[2] == "instance":

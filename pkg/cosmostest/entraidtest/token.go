@@ -76,7 +76,7 @@ const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bea
 
 func (t *Issuer) token(w http.ResponseWriter, r *http.Request, tenant string) {
 	if f, faulted := t.faults.Take(func(Fault) bool { return true }); faulted {
-		if !fault.Sleep(r.Context(), t.closing, f.Latency) {
+		if !t.gate.Sleep(r.Context(), f.Latency) {
 			fault.DropConnection(w)
 			return
 		}

@@ -1,13 +1,11 @@
 // Package fault holds what the test servers of cosmostest share for injected
-// failures: a list of faults spent after a number of hits, the dropped
-// connection, and the wait that ends when the request or the server does.
+// failures: a list of faults spent after a number of hits, and the dropped
+// connection.
 package fault
 
 import (
-	"context"
 	"net/http"
 	"sync"
-	"time"
 )
 
 // List is an ordered set of injected faults of type F. All methods are safe
@@ -79,22 +77,4 @@ func DropConnection(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close()
-}
-
-// Sleep waits d and reports true, or false as soon as the request's context
-// ends or closing is closed (the server is shutting down).
-func Sleep(ctx context.Context, closing <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-closing:
-		return false
-	}
 }

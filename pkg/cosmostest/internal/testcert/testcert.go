@@ -26,35 +26,46 @@ import (
 // by whichever of them routes to a wildcard listener. It returns the
 // certificate's PEM too.
 func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, nil, err
-	}
 	ips, names := SubjectAltNames(hosts)
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
+	cert, key, err := issue(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "cosmostest server"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		IPAddresses:           ips,
 		DNSNames:              names,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
+	}, nil, nil)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, certPEM, nil
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}, pool, pemOf(cert), nil
+}
+
+// issue signs tmpl, valid from an hour ago for a day, with a fresh key:
+// by parent's key, or by its own (self-signed) when parent is nil.
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = randomSerial()
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
+}
+
+func pemOf(cert *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 }
 
 // SubjectAltNames returns the loopback addresses and "localhost" plus hosts
@@ -113,36 +124,18 @@ type CA struct {
 
 // NewCA makes a CA valid for a day.
 func NewCA() (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
+	cert, key, err := issue(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "cosmostest throw-away CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &CA{
-		cert:  cert,
-		key:   key,
-		pool:  pool,
-		pem:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		leafs: map[string]*tls.Certificate{},
-	}, nil
+	return &CA{cert: cert, key: key, pool: pool, pem: pemOf(cert), leafs: map[string]*tls.Certificate{}}, nil
 }
 
 // Leaf returns a certificate for host; "" means the loopback addresses.
@@ -152,30 +145,23 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	if c, ok := ca.leafs[host]; ok {
 		return c, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{CommonName: "cosmostest " + host},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
+		Subject:     pkix.Name{CommonName: "cosmostest " + host},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:    []string{"localhost"},
 	}
 	if ip := net.ParseIP(host); ip != nil {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 	} else if host != "" && host != "localhost" {
 		tmpl.DNSNames = append(tmpl.DNSNames, host)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	cert, key, err := issue(tmpl, ca.cert, ca.key)
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key}
+	c := &tls.Certificate{Certificate: [][]byte{cert.Raw, ca.cert.Raw}, PrivateKey: key}
 	ca.leafs[host] = c
 	return c, nil
 }
