@@ -244,17 +244,10 @@ func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, last *
 	return p
 }
 
+// sleepUntil waits until t and reports false if ctx ends first.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	wait, cancel := context.WithDeadline(ctx, t)
+	defer cancel()
+	<-wait.Done()
+	return ctx.Err() == nil
 }
