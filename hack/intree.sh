@@ -26,7 +26,7 @@
 # test and its e2e tests are deleted unread; ours take their place:
 #   pkg/scalers/azure_cosmosdb_scaler.go        -> pkg/scalers/azure_cosmosdb_scaler.go
 #   pkg/scalers/azure_cosmosdb_*_test.go        -> pkg/scalers/ (not the benchmarks)
-#   pkg/scalers/cosmosdb/{account,changefeed,lag,lease}
+#   pkg/scalers/cosmosdb/{account,rest,changefeed,lag,lease}
 #                                               -> pkg/scalers/azure/cosmosdb/...
 #   pkg/cosmostest (non-test files), its internal packages and entraidtest
 #                                               -> pkg/scalers/azure/cosmosdb/cosmostest/...
