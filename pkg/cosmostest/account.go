@@ -127,10 +127,13 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route dispatches an authorized request to its handler by path shape.
 func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply {
-	// The account, a database, a container and the pkranges feed are read-only here.
+	// The account, a database, a container and the pkranges feed are read-only
+	// here; the database and container feeds take creations.
 	metadata := len(segs) == 0 || segs[0] == "dbs" && (len(segs) == 2 || (len(segs) == 4 && segs[2] == "colls") ||
 		(len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges"))
-	if metadata && r.Method != http.MethodGet {
+	feed := len(segs) > 0 && segs[0] == "dbs" && (len(segs) == 1 || len(segs) == 3 && segs[2] == "colls")
+	switch {
+	case metadata && r.Method != http.MethodGet, feed && r.Method != http.MethodPost:
 		return methodNotAllowed()
 	}
 	switch {
@@ -138,6 +141,10 @@ func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply
 		return a.accountReply()
 	case segs[0] != "dbs":
 		return notFound("unknown resource " + r.URL.Path)
+	case len(segs) == 1:
+		return a.createDatabaseReply(r)
+	case len(segs) == 3 && segs[2] == "colls":
+		return a.createContainerReply(r, segs[1])
 	case len(segs) == 2:
 		return a.databaseReply(segs[1])
 	case len(segs) == 4 && segs[2] == "colls":

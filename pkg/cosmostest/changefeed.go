@@ -118,7 +118,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 	switch inm {
 	case "":
 	case "*":
-		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr))
+		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr), pr.lsn)
 	default:
 		n, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 		if err != nil || n < 0 {
@@ -144,7 +144,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		if etag == "" {
 			etag = quotedLSN(pr.lsn)
 		}
-		return notModified(etag, a.sessionTokenLocked(pr))
+		return notModified(etag, a.sessionTokenLocked(pr), pr.lsn)
 	}
 	docs := make([]json.RawMessage, len(changed))
 	for i, it := range changed {
@@ -154,13 +154,18 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 	out.set(hdrETag, quotedLSN(changed[len(changed)-1].lsn))
 	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
 	out.set(hdrItemCount, strconv.Itoa(len(docs)))
+	out.set(hdrLSN, strconv.FormatInt(pr.lsn, 10))
+	setContentPaths(out, c)
 	return out
 }
 
-func notModified(etag, sessionToken string) *reply {
+// notModified answers a change feed read with nothing newer; lsn is the
+// range's current LSN (the service's lsn header).
+func notModified(etag, sessionToken string, lsn int64) *reply {
 	out := newReply(http.StatusNotModified, chargeChangeFeed)
 	out.set(hdrETag, etag)
 	out.set(hdrSessionToken, sessionToken)
 	out.set(hdrItemCount, "0")
+	out.set(hdrLSN, strconv.FormatInt(lsn, 10))
 	return out
 }

@@ -3,6 +3,7 @@ package cosmostest
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -105,10 +106,10 @@ func faultReply(f Fault) *reply {
 	rep := errorReply(f.Status, f.SubStatus, code, msg)
 	h := rep.headerMap()
 	for k, v := range f.Header {
-		h[k] = append([]string{}, v...)
+		h[responseHeaderName(k)] = append([]string{}, v...)
 	}
 	if f.Status == http.StatusTooManyRequests || f.RetryAfter > 0 {
-		h.Set(hdrRetryAfterMs, strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
+		h[hdrRetryAfterMs] = []string{strconv.FormatInt(f.RetryAfter.Milliseconds(), 10)}
 	}
 	return rep
 }
@@ -122,7 +123,7 @@ func customReply(f Fault) *reply {
 	rep.body = f.Body
 	h := rep.headerMap()
 	for k, v := range f.Header {
-		h[k] = append([]string{}, v...)
+		h[responseHeaderName(k)] = append([]string{}, v...)
 	}
 	return rep
 }
@@ -131,4 +132,15 @@ func malformedReply() *reply {
 	rep := newReply(http.StatusOK, chargeQuery)
 	rep.body = []byte(`{"_rid":"x","Documents":[{"id":"trunc`)
 	return rep
+}
+
+// responseHeaderName is the name a fault's header is sent under: lower case,
+// as the service sends its own headers, except the standard headers that
+// net/http itself writes canonically.
+func responseHeaderName(k string) string {
+	switch c := http.CanonicalHeaderKey(k); c {
+	case hdrContentType, hdrContentLength, "Retry-After":
+		return c
+	}
+	return strings.ToLower(k)
 }

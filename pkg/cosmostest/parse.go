@@ -12,21 +12,34 @@ import (
 // Reading requests: header names, path segments, the request's kind, and
 // the headers and bodies handlers parse.
 
-// Request and response header names of the Cosmos DB REST protocol. Most
-// are written in Go's canonical form, so http.Header's Get and Set use them
-// as they are instead of allocating a canonicalised copy on every call (the
-// wire is the same: net/http always sends canonical names). The lower-case
-// ones are also quoted in error messages; requests are read through the
-// canonical key… constants below.
+// Header names of the Cosmos DB REST protocol.
+//
+// Response headers are written in lower case, as the service sends them
+// (etag, x-ms-session-token, …): clients such as the Python SDK look them up
+// in a plain dict by their lower-case name. reply.set stores them in the
+// response header map as given, because Header.Set would canonicalise them.
+// Go clients read them case-insensitively either way.
+//
+// Request headers arrive canonicalised by net/http; they are read through the
+// canonical names (key… and the canonical hdr… constants), so that
+// headerValue skips Get's canonicalisation pass. The lower-case request
+// names are also quoted in error messages.
 const (
-	hdrActivityID          = "X-Ms-Activity-Id"
-	hdrRequestCharge       = "X-Ms-Request-Charge"
-	hdrSessionToken        = "X-Ms-Session-Token"
-	hdrSubStatus           = "X-Ms-Substatus"
-	hdrRetryAfterMs        = "X-Ms-Retry-After-Ms"
-	hdrContinuation        = "X-Ms-Continuation"
+	hdrActivityID     = "x-ms-activity-id"
+	hdrRequestCharge  = "x-ms-request-charge"
+	hdrSessionToken   = "x-ms-session-token"
+	hdrSubStatus      = "x-ms-substatus"
+	hdrRetryAfterMs   = "x-ms-retry-after-ms"
+	hdrContinuation   = "x-ms-continuation"
+	hdrItemCount      = "x-ms-item-count"
+	hdrETag           = "etag"
+	hdrContentPath    = "x-ms-content-path"     // the owning container's _rid
+	hdrAltContentPath = "x-ms-alt-content-path" // the owning container's name path
+	hdrLSN            = "lsn"
+	hdrContentType    = "Content-Type"
+	hdrContentLength  = "Content-Length"
+
 	hdrMaxItemCount        = "x-ms-max-item-count"
-	hdrItemCount           = "X-Ms-Item-Count"
 	hdrPartitionKey        = "x-ms-documentdb-partitionkey"
 	hdrPartitionKeyRangeID = "x-ms-documentdb-partitionkeyrangeid"
 	hdrIsQuery             = "X-Ms-Documentdb-Isquery"
@@ -38,13 +51,15 @@ const (
 	hdrAIM                 = "A-Im"
 	hdrDate                = "X-Ms-Date"
 	hdrPrefer              = "Prefer"
-	hdrContentType         = "Content-Type"
-	hdrContentLength       = "Content-Length"
-	hdrETag                = "Etag"
+	hdrOfferThroughput     = "X-Ms-Offer-Throughput"
+	hdrAutopilotSettings   = "X-Ms-Cosmos-Offer-Autopilot-Settings"
+	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
 
 	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
 	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
 	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
+	keyContinuation        = "X-Ms-Continuation"                   // hdrContinuation, canonical
+	keyActivityID          = "X-Ms-Activity-Id"                    // hdrActivityID, canonical
 )
 
 // headerValue is h.Get(key) for a key in canonical form, without Get's

@@ -27,7 +27,7 @@ const (
 // the rare replies that need one (faults with custom headers).
 type reply struct {
 	status  int
-	fields  [4]headerField // the first nfields are set
+	fields  [8]headerField // the first nfields are set
 	nfields int
 	header  http.Header // nil unless headerMap was called; then it holds every header
 	body    []byte
@@ -40,7 +40,7 @@ func newReply(status int, charge float64) *reply {
 	return &reply{status: status, charge: charge}
 }
 
-// set is Header.Set for a key already in canonical form.
+// set is Header.Set without canonicalisation: the key is written as given.
 func (rep *reply) set(key, value string) {
 	if rep.header == nil {
 		for i := range rep.fields[:rep.nfields] {
@@ -217,7 +217,7 @@ func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	if v := h[hdrRequestCharge]; len(v) == 0 || v[0] == "" {
 		put(hdrRequestCharge, formatCharge(rep.charge))
 	}
-	if id := headerValue(r.Header, hdrActivityID); id != "" {
+	if id := headerValue(r.Header, keyActivityID); id != "" {
 		put(hdrActivityID, id)
 	} else {
 		put(hdrActivityID, newActivityID())

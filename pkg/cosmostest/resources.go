@@ -35,7 +35,11 @@ func (a *Account) databaseReply(dbID string) *reply {
 	if !ok {
 		return notFound("database " + dbID + " does not exist")
 	}
-	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
+	return jsonReply(http.StatusOK, chargeMetadata, databaseProperties(db))
+}
+
+func databaseProperties(db *Database) map[string]any {
+	return map[string]any{
 		"id":     db.id,
 		"_rid":   db.rid,
 		"_self":  "dbs/" + db.rid + "/",
@@ -43,7 +47,7 @@ func (a *Account) databaseReply(dbID string) *reply {
 		"_colls": "colls/",
 		"_users": "users/",
 		"_ts":    db.ts,
-	})
+	}
 }
 
 func (a *Account) containerReply(dbID, collID string) *reply {
@@ -51,7 +55,11 @@ func (a *Account) containerReply(dbID, collID string) *reply {
 }
 
 func containerProperties(c *Container) *reply {
-	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
+	return jsonReply(http.StatusOK, chargeMetadata, containerBody(c))
+}
+
+func containerBody(c *Container) map[string]any {
+	return map[string]any{
 		"id": c.id,
 		"indexingPolicy": map[string]any{
 			"indexingMode":  "consistent",
@@ -79,7 +87,7 @@ func containerProperties(c *Container) *reply {
 		"_triggers":        "triggers/",
 		"_udfs":            "udfs/",
 		"_conflicts":       "conflicts/",
-	})
+	}
 }
 
 func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
@@ -151,6 +159,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	out.set(hdrETag, stored["_etag"].(string))
 	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
+	setContentPaths(out, c)
 	return out
 }
 
@@ -173,11 +182,13 @@ func (a *Account) readItemLocked(r *http.Request, c *Container, epk, itemID stri
 	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
 		out := newReply(http.StatusNotModified, chargePointRead)
 		out.set(hdrETag, etag)
+		setContentPaths(out, c)
 		return out
 	}
 	out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
 	out.set(hdrETag, etag)
 	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	setContentPaths(out, c)
 	return out
 }
 
@@ -201,5 +212,14 @@ func (a *Account) deleteItemLocked(r *http.Request, c *Container, epk, itemID st
 	c.deleteLocked(itemID)
 	out := newReply(http.StatusNoContent, chargeWrite)
 	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+	setContentPaths(out, c)
 	return out
+}
+
+// setContentPaths names the container that owns a document response, by
+// _rid (x-ms-content-path) and by name (x-ms-alt-content-path): the SDKs
+// key their session tokens by them, and without them send none back.
+func setContentPaths(out *reply, c *Container) {
+	out.set(hdrContentPath, c.rid)
+	out.set(hdrAltContentPath, c.altPath)
 }

@@ -83,17 +83,26 @@ func TestRequestLogLimitKeepsTheMostRecentRequests(t *testing.T) {
 	}
 }
 
-// headerValue and reply.set skip canonicalisation, so the names they are
-// used with must already be canonical.
+// headerValue skips canonicalisation, so the request header names it is
+// used with must already be canonical; the service's own response headers
+// are lower case (reply.set writes them as given).
 func TestHeaderKeysCanonical(t *testing.T) {
 	for _, k := range []string{
-		hdrActivityID, hdrRequestCharge, hdrSessionToken, hdrSubStatus, hdrRetryAfterMs, hdrContinuation,
-		hdrItemCount, hdrIsQuery, hdrIsUpsert, hdrReadKeyType, hdrStartEPK, hdrEndEPK, hdrAIM, hdrDate,
-		hdrPrefer, hdrContentType, hdrContentLength, hdrETag, keyPartitionKeyRangeID, keyPartitionKey,
-		keyMaxItemCount, "Content-Type", "Date", "If-Match", "If-None-Match", "Authorization",
+		hdrIsQuery, hdrIsUpsert, hdrReadKeyType, hdrStartEPK, hdrEndEPK, hdrAIM, hdrDate,
+		hdrPrefer, hdrContentType, hdrContentLength, keyPartitionKeyRangeID, keyPartitionKey,
+		keyMaxItemCount, keyContinuation, keyActivityID, hdrOfferThroughput, hdrAutopilotSettings, hdrQueryPlanRequest,
+		"Content-Type", "Date", "If-Match", "If-None-Match", "Authorization",
 	} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+	for _, k := range []string{
+		hdrActivityID, hdrRequestCharge, hdrSessionToken, hdrSubStatus, hdrRetryAfterMs, hdrContinuation,
+		hdrItemCount, hdrETag, hdrContentPath, hdrAltContentPath, hdrLSN,
+	} {
+		if l := strings.ToLower(k); l != k {
+			t.Errorf("response header %q is not lower case", k)
 		}
 	}
 }

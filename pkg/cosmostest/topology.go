@@ -29,6 +29,7 @@ type Database struct {
 type Container struct {
 	db      *Database
 	id, rid string
+	altPath string // "dbs/{db}/colls/{id}", the x-ms-alt-content-path of its documents
 	ts      int64
 	pkPath  []string // partition key path split into property names
 	pkRaw   string   // as given, e.g. "/pk"
@@ -77,6 +78,10 @@ type item struct {
 func (a *Account) CreateDatabase(id string) *Database {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.createDatabaseLocked(id)
+}
+
+func (a *Account) createDatabaseLocked(id string) *Database {
 	if db, ok := a.dbs[id]; ok {
 		return db
 	}
@@ -100,6 +105,11 @@ func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges i
 	a := d.acct
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return d.createContainerLocked(id, partitionKeyPath, physicalRanges)
+}
+
+func (d *Database) createContainerLocked(id, partitionKeyPath string, physicalRanges int) *Container {
+	a := d.acct
 	if c, ok := d.containers[id]; ok {
 		return c
 	}
@@ -118,6 +128,7 @@ func (d *Database) CreateContainer(id, partitionKeyPath string, physicalRanges i
 		pkPath:    strings.Split(strings.TrimPrefix(partitionKeyPath, "/"), "/"),
 		allRanges: map[string]*pkRange{},
 		items:     map[string]*item{},
+		altPath:   "dbs/" + d.id + "/colls/" + id,
 	}
 	// Like real collection RIDs: the database RID's bytes followed by four more.
 	c.rid = a.newRIDLocked(dbRID, 4)

@@ -151,6 +151,10 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 					t.Logf("%s differs: scaler %q, SDK %q", name, v, sv)
 				}
 			}
+			if op.name == "lease query page" {
+				plans := filter(sdk, func(r cosmostest.Request) bool { return r.Header.Get("x-ms-cosmos-is-query-plan-request") != "" })
+				t.Logf("the SDK sent %d query pages and %d query-plan requests", len(sdkReqs), len(plans))
+			}
 			if op.name == "lease query page" && len(sdkReqs) > 1 {
 				// Continuations are opaque: the SDK sends back what the server gave.
 				if sdkReqs[1].Header.Get("x-ms-continuation") == "" {

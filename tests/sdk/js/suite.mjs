@@ -22,20 +22,23 @@ const only = process.env.SDK_CASES ? new RegExp(process.env.SDK_CASES) : null;
 // Every request the SDK sends, as the "request" plugin sees it (method,
 // path, headers), so that cases can assert what went on the wire.
 const sent = [];
-const client = new CosmosClient({
-  endpoint,
-  key,
-  connectionPolicy: { requestTimeout: 10000, enableEndpointDiscovery: true },
-  plugins: [
-    {
-      on: PluginOn.request,
-      plugin: async (context, diagnosticNode, next) => {
-        sent.push({ method: context.method, path: context.path, headers: { ...context.headers } });
-        return next(context);
+const newClient = (options = {}) =>
+  new CosmosClient({
+    endpoint,
+    key,
+    connectionPolicy: { requestTimeout: 10000, enableEndpointDiscovery: true },
+    plugins: [
+      {
+        on: PluginOn.request,
+        plugin: async (context, diagnosticNode, next) => {
+          sent.push({ method: context.method, path: context.path, headers: { ...context.headers } });
+          return next(context);
+        },
       },
-    },
-  ],
-});
+    ],
+    ...options,
+  });
+const client = newClient();
 
 let seq = 0;
 const unique = (prefix) => `${prefix}-${process.pid}-${++seq}`;
@@ -422,7 +425,11 @@ const cases = [
   [
     "session/token-round-trip",
     async () => {
-      const { container } = await newContainer();
+      // The SDK sends session tokens back when the application asks for
+      // session consistency (it sets x-ms-consistency-level: Session).
+      const sessionClient = newClient({ consistencyLevel: "Session" });
+      const { dbID, id } = await newContainer();
+      const container = sessionClient.database(dbID).container(id);
       const w = await container.items.create({ id: "s", pk: "p" });
       const token = w.headers["x-ms-session-token"];
       assert.ok(token, "the write returned no x-ms-session-token");
@@ -431,6 +438,7 @@ const cases = [
       const readReq = sent.slice(mark).find((r) => r.method === "GET" && r.path.endsWith("/docs/s"));
       assert.ok(readReq, "the read was not seen");
       assert.equal(readReq.headers["x-ms-session-token"], token, "the read did not send the write's session token back");
+      sessionClient.dispose();
     },
   ],
   [

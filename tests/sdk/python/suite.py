@@ -289,12 +289,25 @@ def cross_partition_paging():
 def continuation_resume():
     c = query_fixture()
     pk = c.pks[0]
+    want = ids([d for d in c.docs if d["pk"] == pk])
     it = client.QueryItems(c.link, "SELECT * FROM c", {"partitionKey": pk, "maxItemCount": 2})
     first = it.fetch_next_block()
     token = header("x-ms-continuation")
     check(token, "the first page has no x-ms-continuation")
-    rest = list(client.QueryItems(c.link, "SELECT * FROM c", {"partitionKey": pk, "maxItemCount": 100, "continuation": token}))
-    check_equal(ids(first + rest), ids([d for d in c.docs if d["pk"] == pk]), "items of the resumed query")
+    rest = []
+    while True:
+        block = it.fetch_next_block()
+        if not block:
+            break
+        rest.extend(block)
+    check_equal(ids(first + rest), want, "items over the pages of one query")
+    # A new query given the saved token starts over: 3.1.1 honours the
+    # 'continuation' option only for change feed reads.
+    again = list(client.QueryItems(c.link, "SELECT * FROM c", {"partitionKey": pk, "maxItemCount": 100, "continuation": token}))
+    check_equal(ids(again), want, "a new query with continuation (the SDK starts over)")
+    return ("3.1.1 ignores a saved 'continuation' option for queries (base_execution_context resets it "
+            "unless the query is a change feed); asserted that paging within one query follows "
+            "x-ms-continuation and that a new query starts over")
 
 
 def unsupported_construct():
@@ -345,7 +358,7 @@ def changefeed_from_now():
     mark = len(SENT)
     got, _ = read_change_feed(c.link, range_id=rid, start_from_beginning=False)
     sent = [r for r in SENT[mark:] if r["method"] == "GET"]
-    check("If-None-Match" not in sent[-1]["headers"], "3.1.1 now sends If-None-Match for startFromBeginning=False")
+    check("If-None-Match" not in sent[0]["headers"], "3.1.1 now sends If-None-Match for startFromBeginning=False")
     check_equal(ids(got), ["old"], "startFromBeginning=False (the SDK reads from the beginning)")
     # What an application does instead: the continuation "*" is sent as
     # If-None-Match: *, the service's "from now".
@@ -405,7 +418,7 @@ def session_round_trip():
     check(token, "the write returned no x-ms-session-token")
     mark = len(SENT)
     client.ReadItem(c.doc("s"), {"partitionKey": "p"})
-    sent = [r for r in SENT[mark:] if r["method"] == "GET" and r["url"].endswith("/docs/s")]
+    sent = [r for r in SENT[mark:] if r["method"] == "GET" and r["url"].rstrip("/").endswith("/docs/s")]
     check(sent, "the read was not seen")
     check_equal(sent[-1]["headers"].get("x-ms-session-token"), token, "session token sent with the read")
 

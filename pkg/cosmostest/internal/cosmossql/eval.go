@@ -513,32 +513,23 @@ func (q *Query) countArg() expr {
 // Ordered reports whether the query has an ORDER BY.
 func (q *Query) Ordered() bool { return q.orderBy != nil }
 
+// Compare orders two matching items by the ORDER BY path (0 without
+// ORDER BY); use it with a stable sort, as ties keep their order.
+func (q *Query) Compare(a, b map[string]any) int {
+	if q.orderBy == nil {
+		return 0
+	}
+	c := compareValues(q.orderBy.eval(a), q.orderBy.eval(b))
+	if q.desc {
+		return -c
+	}
+	return c
+}
+
 // Sort orders matching items by the ORDER BY path, keeping the given order
 // among equal values.
 func (q *Query) Sort(docs []map[string]any) {
-	if q.orderBy == nil {
-		return
-	}
-	keys := make([]any, len(docs))
-	for i, d := range docs {
-		keys[i] = q.orderBy.eval(d)
-	}
-	idx := make([]int, len(docs))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		c := compareValues(keys[idx[a]], keys[idx[b]])
-		if q.desc {
-			return c > 0
-		}
-		return c < 0
-	})
-	sorted := make([]map[string]any, len(docs))
-	for i, j := range idx {
-		sorted[i] = docs[j]
-	}
-	copy(docs, sorted)
+	sort.SliceStable(docs, func(i, j int) bool { return q.Compare(docs[i], docs[j]) < 0 })
 }
 
 // Top is the TOP count, or -1 without TOP.
