@@ -22,15 +22,27 @@
 //	// … point the scaler at srv.ConnectionString() …
 //
 // # What is modelled
-//
 //   - Endpoints: GET / (account, listing its own URL as the only readable and
-//     writable location "Local"), GET /dbs/{db}, GET /dbs/{db}/colls/{coll},
+//     writable location "Local"), POST /dbs and POST /dbs/{db}/colls
+//     (creation; 409 if the id exists; a container gets one physical range
+//     per started 10,000 RU/s of x-ms-offer-throughput or of the autoscale
+//     maximum in x-ms-cosmos-offer-autopilot-settings, at least one, as the
+//     service gives them), GET /dbs/{db}, GET /dbs/{db}/colls/{coll},
 //     GET …/pkranges (etag, 304 on If-None-Match, A-IM accepted), POST …/docs
 //     as query (application/query+json), create and upsert
 //     (x-ms-documentdb-is-upsert), PUT/GET/DELETE …/docs/{id} (If-Match and
 //     Prefer: return=minimal honoured), and the incremental change feed
 //     (GET …/docs with A-IM: Incremental feed). Paths are by id
 //     (name-based routing); _rid paths also resolve, signed as sent.
+//   - Responses: header names in lower case, as the service sends them
+//     (etag, x-ms-session-token, x-ms-continuation, x-ms-request-charge,
+//     x-ms-item-count, x-ms-substatus, lsn): clients that keep headers in a
+//     plain dictionary (the Python SDK) look them up that way. Document
+//     responses (item writes and reads, query and change feed pages) name
+//     their container in x-ms-content-path (its _rid) and
+//     x-ms-alt-content-path (dbs/{db}/colls/{coll}), which the SDKs need to
+//     keep session tokens and send them back. Errors are {"code","message"}
+//     with the service's status codes.
 //   - Authorization: master-key HMAC signatures over verb, resource type,
 //     resource link and x-ms-date, checked exactly, with a clock-skew window;
 //     "type=aad" tokens through a pluggable verifier. Failures answer 401 with
@@ -49,13 +61,27 @@
 //     document's _lsn and x-ms-session-token = "{range}:{form of the range's
 //     LSN}" in the simple, versioned ("-1#") or vector form
 //     (SetSessionTokenForm); 304 echoes the request's etag.
-//   - Queries: SELECT * FROM c with an optional WHERE of STARTSWITH(c.id, …)
-//     terms (parameter or literal) joined by AND / OR and parentheses; anything
-//     else is 400. Cross-partition queries need
-//     x-ms-documentdb-query-enablecrosspartition when the container has more
-//     than one range. Results are ordered by id and paged by
+//   - Queries: the SQL subset of package internal/cosmossql, "SELECT
+//     [TOP n] {* | VALUE <expr> | <expr> [AS name], …} FROM <container>
+//     [[AS] alias] [WHERE <expr>] [ORDER BY <path> [ASC|DESC]]" with
+//     property paths, literals, @parameters, = != <> < <= > >=, IN, AND,
+//     OR, NOT, STARTSWITH, ENDSWITH, CONTAINS (optionally ignoring case),
+//     IS_DEFINED, IS_NULL, ARRAY_CONTAINS (optionally partial) and
+//     COUNT (SELECT VALUE COUNT(1)). Values of different types compare as
+//     undefined and ORDER BY sorts by type first, as in the service.
+//     Anything else — JOIN, GROUP BY, DISTINCT, OFFSET LIMIT, other
+//     functions and aggregates, arithmetic, subqueries — is 400 naming the
+//     construct. A query scoped to a partition key or a range runs here in
+//     full. Across partitions, a query with ORDER BY, TOP or COUNT is
+//     answered as by the service: 400 with substatus 1004 and the query
+//     plan in additionalErrorInfo, and a query-plan request
+//     (x-ms-cosmos-is-query-plan-request) with the plan; the SDKs then run
+//     the plan's rewritten query on each range and merge. Cross-partition
+//     queries need x-ms-documentdb-query-enablecrosspartition when the
+//     container has more than one range. Results are paged by
 //     x-ms-max-item-count (absent or -1: 100, at most 1000) with an opaque
-//     x-ms-continuation.
+//     x-ms-continuation. The JavaScript SDK (@azure/cosmos 4.10.1) and
+//     Debian's Python SDK (3.1.1) are run against this server in tests/sdk.
 //   - Topology: Split divides a range at the midpoint of its EPK span into two
 //     children with new ids whose LSNs start at the parent's; Merge joins two
 //     adjacent ranges into one child whose LSN starts at the larger parent LSN.
@@ -78,7 +104,6 @@
 //     net/http clients.
 //
 // # What is not modelled
-//
 //   - Effective partition keys are not the service's MurmurHash3 values:
 //     epk = the first 16 bytes of SHA-256 over the value's JSON, as 32
 //     uppercase hex digits. Only their ordering and containment in range
@@ -89,8 +114,12 @@
 //     no consistency levels, no throughput or real request-charge accounting
 //     (charges are plausible constants), no TTL expiry, no indexing, no
 //     stored procedures, triggers, users, permissions, offers, batches or
-//     patch. Databases and containers are created through Go calls only, not
-//     over REST. The change feed has no "all versions and deletes" mode and
+//     patch. Databases and containers can be created (over REST or Go
+//     calls) but not listed, replaced or deleted over REST. Request session
+//     tokens and consistency levels are accepted and ignored: every read sees
+//     the latest write. A query plan always covers the whole key space (its
+//     queryRanges are not narrowed by a partition key filter). The change
+//     feed has no "all versions and deletes" mode and
 //     no start-time (If-Modified-Since) reads; A-IM reads of pkranges return
 //     the full set, not a delta.
 //   - Every loopback server's Host is "127.0.0.1", so processors of two servers write
