@@ -128,13 +128,17 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // route dispatches an authorized request to its handler by path shape.
 func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply {
 	// The account, a database, a container and the pkranges feed are read-only
-	// here; the database and container feeds take creations.
+	// here; the database and container feeds are listed and take creations.
 	metadata := len(segs) == 0 || segs[0] == "dbs" && (len(segs) == 2 || (len(segs) == 4 && segs[2] == "colls") ||
 		(len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges"))
 	feed := len(segs) > 0 && segs[0] == "dbs" && (len(segs) == 1 || len(segs) == 3 && segs[2] == "colls")
 	switch {
-	case metadata && r.Method != http.MethodGet, feed && r.Method != http.MethodPost:
+	case metadata && r.Method != http.MethodGet, feed && r.Method != http.MethodPost && r.Method != http.MethodGet:
 		return methodNotAllowed()
+	case feed && r.Method == http.MethodGet && len(segs) == 1:
+		return a.listDatabasesReply()
+	case feed && r.Method == http.MethodGet:
+		return a.listContainersReply(segs[1])
 	}
 	switch {
 	case len(segs) == 0:

@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// Creating databases and containers over REST (POST /dbs, POST
-// /dbs/{db}/colls), as the SDKs' createIfNotExists do.
+// Creating and listing databases and containers over REST (POST and GET of
+// /dbs and /dbs/{db}/colls), as the SDKs' create, createIfNotExists and
+// readAll do.
 
 const (
 	// throughputPerPartition is about what one physical partition of the
@@ -135,4 +136,32 @@ func checkResourceID(id string) *reply {
 
 func conflict(message string) *reply {
 	return errorReply(http.StatusConflict, 0, "Conflict", message)
+}
+
+func (a *Account) listDatabasesReply() *reply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := make([]map[string]any, len(a.dbOrder))
+	for i, db := range a.dbOrder {
+		list[i] = databaseProperties(db)
+	}
+	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{"_rid": "", "Databases": list, "_count": len(list)})
+	out.set(hdrItemCount, strconv.Itoa(len(list)))
+	return out
+}
+
+func (a *Account) listContainersReply(dbID string) *reply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
+	if !ok {
+		return notFound("database " + dbID + " does not exist")
+	}
+	list := make([]map[string]any, len(db.order))
+	for i, c := range db.order {
+		list[i] = containerBody(c)
+	}
+	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{"_rid": db.rid, "DocumentCollections": list, "_count": len(list)})
+	out.set(hdrItemCount, strconv.Itoa(len(list)))
+	return out
 }

@@ -78,3 +78,24 @@ func TestCreateContainerRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestListDatabasesAndContainers(t *testing.T) {
+	s := newTestServer(t)
+	s.CreateDatabase("a").CreateContainer("x", "/pk", 1)
+	s.CreateDatabase("a").CreateContainer("y", "/pk", 1)
+	s.CreateDatabase("b")
+	resp, raw := call(t, s, http.MethodGet, "/dbs", nil, nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	if dbs := decode(t, raw)["Databases"].([]any); len(dbs) != 2 || dbs[0].(map[string]any)["id"] != "a" {
+		t.Errorf("databases %s", raw)
+	}
+	resp, raw = call(t, s, http.MethodGet, "/dbs/a/colls", nil, nil)
+	wantStatus(t, resp, raw, http.StatusOK)
+	if colls := decode(t, raw)["DocumentCollections"].([]any); len(colls) != 2 || colls[1].(map[string]any)["id"] != "y" {
+		t.Errorf("containers %s", raw)
+	}
+	resp, raw = call(t, s, http.MethodGet, "/dbs/nope/colls", nil, nil)
+	wantStatus(t, resp, raw, http.StatusNotFound)
+	resp, raw = call(t, s, http.MethodDelete, "/dbs", nil, nil)
+	wantStatus(t, resp, raw, http.StatusMethodNotAllowed)
+}

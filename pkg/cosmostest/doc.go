@@ -23,8 +23,8 @@
 //
 // # What is modelled
 //   - Endpoints: GET / (account, listing its own URL as the only readable and
-//     writable location "Local"), POST /dbs and POST /dbs/{db}/colls
-//     (creation; 409 if the id exists; a container gets one physical range
+//     writable location "Local"), POST and GET of /dbs and /dbs/{db}/colls
+//     (creation, 409 if the id exists, and listing; a container gets one physical range
 //     per started 10,000 RU/s of x-ms-offer-throughput or of the autoscale
 //     maximum in x-ms-cosmos-offer-autopilot-settings, at least one, as the
 //     service gives them), GET /dbs/{db}, GET /dbs/{db}/colls/{coll},
@@ -114,8 +114,8 @@
 //     no consistency levels, no throughput or real request-charge accounting
 //     (charges are plausible constants), no TTL expiry, no indexing, no
 //     stored procedures, triggers, users, permissions, offers, batches or
-//     patch. Databases and containers can be created (over REST or Go
-//     calls) but not listed, replaced or deleted over REST. Request session
+//     patch. Databases and containers can be created and listed over REST
+//     (and created through Go calls), not replaced or deleted. Request session
 //     tokens and consistency levels are accepted and ignored: every read sees
 //     the latest write. A query plan always covers the whole key space (its
 //     queryRanges are not narrowed by a partition key filter). The change

@@ -177,6 +177,10 @@ const cases = [
       assert.equal(ranges.length, 4, "40,000 RU/s should give 4 physical partitions");
       const again = await client.databases.createIfNotExists({ id: dbID });
       assert.equal(again.statusCode, 200);
+      const { resources: dbs } = await client.databases.readAll().fetchAll();
+      assert.ok(dbs.some((d) => d.id === dbID), "readAll does not list the new database");
+      const { resources: colls } = await database.containers.readAll().fetchAll();
+      assert.deepEqual(colls.map((c) => c.id), ["orders"]);
     },
   ],
   [

@@ -213,6 +213,8 @@ def create_read_database_and_container():
     ranges = list(client._ReadPartitionKeyRanges("dbs/%s/colls/orders" % db_id))
     check_equal(len(ranges), 4, "physical partitions of a 40,000 RU/s container")
     expect_status(lambda: client.CreateDatabase({"id": db_id}), 409, "creating the database twice")
+    check(any(d["id"] == db_id for d in client.ReadDatabases()), "ReadDatabases does not list the new database")
+    check_equal([c["id"] for c in client.ReadContainers("dbs/" + db_id)], ["orders"], "ReadContainers")
 
 
 def read_missing_is_404():
