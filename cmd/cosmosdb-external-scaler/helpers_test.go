@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	logf.SetLogger(logr.Discard())
+	logf.SetLogger(funcr.New(scalerLogs.add, funcr.Options{Verbosity: 1}))
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

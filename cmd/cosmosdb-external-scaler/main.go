@@ -31,6 +31,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -117,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, setupLogg
 		return exitBadArgs
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", account.Excerpt(fs.Arg(0)))
 		return exitBadArgs
 	}
 	log, err := newLogger(stderr, c.logLevel, c.logFormat)
@@ -191,7 +192,7 @@ func (h verbosityAsDebug) WithGroup(name string) slog.Handler {
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", account.Excerpt(level))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch strings.ToLower(format) {
@@ -200,7 +201,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: use json or text", format)
+	return nil, fmt.Errorf("--log-format %q: use json or text", account.Excerpt(format))
 }
 
 // serve listens, serves until ctx is done, then shuts down gracefully.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -71,6 +73,13 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 	}
 	if ref.Namespace == "" || ref.Name == "" {
 		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef.namespace and scaledObjectRef.name are required")
+	}
+	// Kubernetes' own limits: a namespace is a DNS label, a name a DNS subdomain.
+	if n := utf8.RuneCountInString(ref.Namespace); n > 63 {
+		return nil, status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace must be at most 63 characters long, got %d", n)
+	}
+	if n := utf8.RuneCountInString(ref.Name); n > 253 {
+		return nil, status.Errorf(codes.InvalidArgument, "scaledObjectRef.name must be at most 253 characters long, got %d", n)
 	}
 	md := ref.ScalerMetadata
 	triggerMetadata := make(map[string]string, len(md))
@@ -155,7 +164,7 @@ func podIdentityFrom(md map[string]string) (kedav1alpha1.AuthPodIdentity, error)
 	case string(kedav1alpha1.PodIdentityProviderAzureWorkload):
 		id.Provider = kedav1alpha1.PodIdentityProviderAzureWorkload
 	default:
-		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, p)
+		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, account.Excerpt(p))
 	}
 	if v := md[paramPodIdentityID]; v != "" {
 		id.IdentityID = &v

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -172,7 +173,7 @@ func (s *server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	}
 	defer release()
 	if req.MetricName != in.metricName {
-		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", req.MetricName, in.metricName)
+		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", account.Excerpt(req.MetricName), account.Excerpt(in.metricName))
 	}
 	e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
 	if err != nil {
@@ -255,7 +256,7 @@ func (s *server) logStream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 
 func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error) {
 	code := status.Code(err)
-	attrs := []any{"method", method, "namespace", ref.GetNamespace(), "name", ref.GetName(),
+	attrs := []any{"method", method, "namespace", account.Excerpt(ref.GetNamespace()), "name", account.Excerpt(ref.GetName()),
 		"code", code.String(), "duration", time.Since(start).Round(time.Microsecond).String()}
 	switch code {
 	case codes.OK, codes.Canceled:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 )
 
 type checkOptions struct {
@@ -83,7 +84,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case o.file == "":
 		return bad("-f scaledobject.yaml is required (see --help)")
 	case o.output != "table" && o.output != "json":
-		return bad("-o must be table or json, got %q", o.output)
+		return bad("-o must be table or json, got %q", account.Excerpt(o.output))
 	case o.current < 0:
 		return bad("--current-replicas must not be negative")
 	case o.timeout <= 0:

@@ -11,6 +11,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -151,7 +152,7 @@ func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) 
 			}
 		}
 		return 0, fmt.Errorf("--trigger %q: ScaledObject %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
-			selector, so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
+			account.Excerpt(selector), so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
 	}
 	switch len(indexes) {
 	case 0:
@@ -184,7 +185,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		if sample {
 			return nil
 		}
-		return fmt.Errorf("the trigger uses %s %q: pass a file holding it with --auth", kind, ref.Name)
+		return fmt.Errorf("the trigger uses %s %q: pass a file holding it with --auth", kind, account.Excerpt(ref.Name))
 	}
 	spec := auth.spec
 	if spec.PodIdentity != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	v2 "k8s.io/api/autoscaling/v2"
@@ -41,15 +44,25 @@ type azureCosmosDBMetadata struct {
 	LeaseContainerID string `keda:"name=leaseContainerId, order=triggerMetadata"`
 	ProcessorName    string `keda:"name=processorName,    order=triggerMetadata"`
 
-	ChangeFeedLagThreshold           int64 `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
-	ActivationChangeFeedLagThreshold int64 `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
+	// The thresholds are read as text and parsed once, by Validate: KEDA's
+	// own int64 parse error quotes the whole value, and the zero it leaves
+	// behind would be reported a second time as out of range.
+	ChangeFeedLagThresholdText           string `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
+	ActivationChangeFeedLagThresholdText string `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
+	ChangeFeedLagThreshold               int64
+	ActivationChangeFeedLagThreshold     int64
 
 	account.Settings `keda:"optional"`
 
 	TriggerIndex int
 }
 
-// Validate implements scalersconfig.CustomValidator.
+// maxIDLength is Cosmos DB's limit on database, container and item ids
+// (a processor name is the prefix of its lease ids), in characters.
+const maxIDLength = 255
+
+// Validate implements scalersconfig.CustomValidator. It also parses the
+// thresholds. No error quotes more than an account.Excerpt of a value.
 func (m *azureCosmosDBMetadata) Validate() error {
 	var errs []error
 	for _, id := range []struct{ name, value string }{
@@ -57,17 +70,19 @@ func (m *azureCosmosDBMetadata) Validate() error {
 		{"leaseDatabaseId", m.LeaseDatabaseID}, {"leaseContainerId", m.LeaseContainerID},
 		{"processorName", m.ProcessorName},
 	} {
+		if n := utf8.RuneCountInString(id.value); n > maxIDLength {
+			errs = append(errs, fmt.Errorf("%s must be at most %d characters long (Cosmos DB's limit), got %d", id.name, maxIDLength, n))
+		}
 		// Cosmos DB ids cannot hold these; they would also break request paths.
 		if strings.ContainsAny(id.value, `/\?#`) {
 			errs = append(errs, fmt.Errorf("%s must not contain '/', '\\', '?' or '#'", id.name))
 		}
 	}
-	if m.ChangeFeedLagThreshold <= 0 {
-		errs = append(errs, fmt.Errorf("changeFeedLagThreshold must be greater than 0, got %d", m.ChangeFeedLagThreshold))
-	}
-	if m.ActivationChangeFeedLagThreshold < 0 {
-		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold must be greater than or equal to 0, got %d", m.ActivationChangeFeedLagThreshold))
-	} else if m.ChangeFeedLagThreshold > 0 && m.ActivationChangeFeedLagThreshold >= m.ChangeFeedLagThreshold {
+	var thresholdErr, activationErr error
+	m.ChangeFeedLagThreshold, thresholdErr = parseLagThreshold("changeFeedLagThreshold", m.ChangeFeedLagThresholdText, 1)
+	m.ActivationChangeFeedLagThreshold, activationErr = parseLagThreshold("activationChangeFeedLagThreshold", m.ActivationChangeFeedLagThresholdText, 0)
+	errs = append(errs, thresholdErr, activationErr)
+	if thresholdErr == nil && activationErr == nil && m.ActivationChangeFeedLagThreshold >= m.ChangeFeedLagThreshold {
 		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold (%d) must be less than changeFeedLagThreshold (%d)", m.ActivationChangeFeedLagThreshold, m.ChangeFeedLagThreshold))
 	}
 	if m.Cloud != "" && !strings.EqualFold(m.Cloud, "Private") {
@@ -76,6 +91,23 @@ func (m *azureCosmosDBMetadata) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// parseLagThreshold parses a threshold that must be a whole number of at
+// least minimum (0 or 1), with one error for any bad value.
+func parseLagThreshold(name, text string, minimum int64) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s must be at most %d, got %q", name, int64(math.MaxInt64), account.Excerpt(text))
+	case err != nil:
+		return 0, fmt.Errorf("%s must be a whole number, got %q", name, account.Excerpt(text))
+	case v < minimum && minimum == 1:
+		return 0, fmt.Errorf("%s must be greater than 0, got %d", name, v)
+	case v < minimum:
+		return 0, fmt.Errorf("%s must be greater than or equal to %d, got %d", name, minimum, v)
+	}
+	return v, nil
 }
 
 // NewAzureCosmosDBScaler creates the azure-cosmosdb scaler. Configuration,

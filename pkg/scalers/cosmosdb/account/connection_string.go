@@ -58,6 +58,10 @@ func SplitConnectionString(connection string) (endpoint, key string, err error) 
 	return endpoint, key, nil
 }
 
+// maxHostLength is the longest DNS name; a longer host cannot be resolved,
+// and its lookup error would quote it whole.
+const maxHostLength = 253
+
 // ParseEndpoint validates an account endpoint and normalises it to
 // scheme://host[:port]/ so that request paths can be appended.
 func ParseEndpoint(endpoint string) (*url.URL, error) {
@@ -66,16 +70,19 @@ func ParseEndpoint(endpoint string) (*url.URL, error) {
 		return nil, errors.New("not a valid URL")
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("scheme must be https, got %q", u.Scheme)
+		return nil, fmt.Errorf("scheme must be https, got %q", Excerpt(u.Scheme))
 	}
 	if u.Hostname() == "" {
 		return nil, errors.New("URL has no host")
+	}
+	if n := len(u.Hostname()); n > maxHostLength {
+		return nil, fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxHostLength, n)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("URL must not carry user info, query or fragment")
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
-		return nil, fmt.Errorf("URL must not have a path, got %q", u.Path)
+		return nil, fmt.Errorf("URL must not have a path, got %q", Excerpt(u.Path))
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
 }

@@ -51,7 +51,7 @@ func newTokenCredential(s Settings, opts CredentialOptions) (azcore.TokenCredent
 		return cred, scope, nil
 	}
 	if s.PodIdentity.Provider != "" && s.PodIdentity.Provider != kedav1alpha1.PodIdentityProviderNone {
-		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", s.PodIdentity.Provider)
+		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", Excerpt(string(s.PodIdentity.Provider)))
 	}
 	if s.TenantID == "" {
 		return nil, "", errors.New("an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret (or give cosmosDBKey/leaseCosmosDBKey or a connection string)")
@@ -105,7 +105,7 @@ func CloudEnvironment(name string) (azure.AzEnvironment, error) {
 	case "AZUREPUBLICCLOUD", "AZUREUSGOVERNMENTCLOUD", "AZURECHINACLOUD", "AZUREGERMANCLOUD":
 		return azure.EnvironmentFromName(name)
 	}
-	return azure.AzEnvironment{}, fmt.Errorf("cloud %q is not one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud, Private", name)
+	return azure.AzEnvironment{}, fmt.Errorf("cloud %q is not one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud, Private", Excerpt(name))
 }
 
 // checkHTTPSURL accepts absolute https URLs (http only for loopback hosts,
@@ -116,7 +116,10 @@ func checkHTTPSURL(raw string) error {
 		return errors.New("not an absolute URL")
 	}
 	if u.Scheme != "https" && (u.Scheme != "http" || !isLoopback(u.Hostname())) {
-		return fmt.Errorf("scheme must be https, got %q", u.Scheme)
+		return fmt.Errorf("scheme must be https, got %q", Excerpt(u.Scheme))
+	}
+	if n := len(u.Hostname()); n > maxHostLength {
+		return fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxHostLength, n)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
@@ -66,7 +67,7 @@ func (c *rangeCache) invalidate() {
 }
 
 func (c *rangeCache) load(ctx context.Context) error {
-	operation := fmt.Sprintf("read partition key ranges of %s/%s", c.database, c.container)
+	operation := fmt.Sprintf("read partition key ranges of %s/%s", account.Excerpt(c.database), account.Excerpt(c.container))
 	var all []PartitionKeyRange
 	pkranges := c.client.Resource("dbs", c.database, "colls", c.container, "pkranges")
 	etag, continuation := c.etag, ""

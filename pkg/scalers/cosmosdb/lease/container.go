@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
@@ -13,10 +14,10 @@ import (
 func ReadScope(ctx context.Context, data *rest.Client, processor, database, container string) (Scope, error) {
 	s := Scope{Processor: processor, Account: data.Account().Name(), DatabaseID: database, ContainerID: container}
 	var err error
-	if s.DatabaseRID, err = readRID(ctx, data, "read database "+database, "dbs", database); err != nil {
+	if s.DatabaseRID, err = readRID(ctx, data, "read database "+account.Excerpt(database), "dbs", database); err != nil {
 		return Scope{}, err
 	}
-	if s.ContainerRID, err = readRID(ctx, data, "read container "+database+"/"+container, "dbs", database, "colls", container); err != nil {
+	if s.ContainerRID, err = readRID(ctx, data, "read container "+account.Excerpt(database)+"/"+account.Excerpt(container), "dbs", database, "colls", container); err != nil {
 		return Scope{}, err
 	}
 	return s, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
@@ -74,7 +75,7 @@ func (r *Reader) Read(ctx context.Context, scope Scope, onPage func(Page) error)
 		}
 		defer resp.Body.Close() // ReadBody closes it too; closing twice is harmless
 		continuation = resp.Header.Get("x-ms-continuation")
-		operation := "query leases in " + r.Database + "/" + r.Container
+		operation := "query leases in " + account.Excerpt(r.Database) + "/" + account.Excerpt(r.Container)
 		body, err := rest.ReadBody(resp, operation)
 		if err != nil {
 			return err

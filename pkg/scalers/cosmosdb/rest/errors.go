@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 )
 
 // subStatusPartitionKeyRangeGone (x-ms-substatus 1002 with a 410): the
@@ -69,7 +71,7 @@ func newResponseError(operation string, resp *http.Response) *ResponseError {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &payload) == nil {
-		e.Code = payload.Code
+		e.Code = account.Excerpt(payload.Code)
 		e.Message = firstLine(payload.Message, 200)
 	}
 	return e

@@ -1,0 +1,32 @@
+package account
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestExcerpt(t *testing.T) {
+	cases := []struct {
+		name, value, want string
+	}{
+		{"empty", "", ""},
+		{"short", "orders", "orders"},
+		{"an id at Cosmos DB's limit is whole", strings.Repeat("a", 255), strings.Repeat("a", 255)},
+		{"255 multi-byte characters are whole", strings.Repeat("é", 255), strings.Repeat("é", 255)},
+		{"one character over", strings.Repeat("a", 256), strings.Repeat("a", 32) + "… (256 bytes)"},
+		{"1 MiB", strings.Repeat("a", 1<<20), strings.Repeat("a", 32) + "… (1048576 bytes)"},
+		{"cut on a character boundary", strings.Repeat("€", 300), strings.Repeat("€", 32) + "… (900 bytes)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Excerpt(tc.value)
+			if got != tc.want {
+				t.Fatalf("Excerpt = %q, want %q", got, tc.want)
+			}
+			if !utf8.ValidString(got) {
+				t.Fatalf("Excerpt cut a character: %q", got)
+			}
+		})
+	}
+}
