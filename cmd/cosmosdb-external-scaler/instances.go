@@ -32,6 +32,7 @@ type instance struct {
 	target     int64  // changeFeedLagThreshold
 	processor  string
 	secrets    *scalers.Secrets
+	metrics    *serverMetrics
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
 	// wait for one estimate instead of each making their own; last and
@@ -84,9 +85,12 @@ func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (e
 	return *in.last, nil
 }
 
-// observe receives the scaler's estimate; it runs inside
-// GetMetricsAndActivity, so under sem.
-func (in *instance) observe(e scalers.AzureCosmosDBEstimate) { in.observed = &e }
+// observe receives the scaler's estimate and counts it in the metrics,
+// failed ones included; it runs inside GetMetricsAndActivity, so under sem.
+func (in *instance) observe(e scalers.AzureCosmosDBEstimate) {
+	in.observed = &e
+	in.metrics.observeEstimate(e.Duration, e.Requests, e.RequestCharge, e.Err)
+}
 
 func (in *instance) close(log *slog.Logger) {
 	in.closeOnce.Do(func() {
@@ -270,6 +274,13 @@ func (r *registry) closeAll() {
 	}
 }
 
+// size is the number of live instances.
+func (r *registry) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.items)
+}
+
 // snapshot lists the live instances (for tests and diagnostics).
 func (r *registry) snapshot() []*instance {
 	r.mu.Lock()
@@ -290,7 +301,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	}
 	secrets := &scalers.Secrets{}
 	secrets.Add(tc.secrets...)
-	in := &instance{key: key, secrets: secrets, sem: make(chan struct{}, 1), closed: make(chan struct{})}
+	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}
 	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, secrets.Redact(err.Error()))

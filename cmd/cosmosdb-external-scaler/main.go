@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -70,12 +71,13 @@ type config struct {
 	shutdownTimeout time.Duration
 	logLevel        string
 	logFormat       string
+	pprof           bool
 }
 
 func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("cosmosdb-external-scaler", flag.ContinueOnError)
 	fs.StringVar(&c.address, "address", ":6000", "gRPC listen address")
-	fs.StringVar(&c.healthAddress, "health-address", "", "extra plain-text listener serving only the gRPC health service, for kubelet probes when TLS is on (empty: none)")
+	fs.StringVar(&c.healthAddress, "health-address", "", "extra plain-text listener serving the gRPC health service (kubelet probes, also when TLS is on) and Prometheus metrics at /metrics (empty: none)")
 	fs.StringVar(&c.tls.cert, "tls-cert", "", "server certificate (PEM); with --tls-key turns TLS on; reloaded when the file changes")
 	fs.StringVar(&c.tls.key, "tls-key", "", "server private key (PEM)")
 	fs.StringVar(&c.tls.clientCA, "tls-client-ca", "", "CA bundle (PEM) client certificates must chain to: mutual TLS")
@@ -86,6 +88,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, time given to calls in flight before their connections are closed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (debug includes every call and the scaler's per-poll figures)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiling handlers at /debug/pprof/ on the --health-address listener")
 	return fs
 }
 
@@ -157,6 +160,8 @@ func (c config) validate() error {
 		return errors.New("--idle-timeout must not be negative")
 	case c.shutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be greater than 0")
+	case c.pprof && c.healthAddress == "":
+		return errors.New("--pprof needs --health-address: the profiling handlers are served there")
 	}
 	return nil
 }
@@ -222,8 +227,8 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 		srv.shutdown(context.Background())
 		return err
 	}
-	servers := []*grpc.Server{srv.grpc}
 	listeners := []net.Listener{ln}
+	var healthPort *http.Server
 	if c.healthAddress != "" {
 		hln, err := net.Listen("tcp", c.healthAddress)
 		if err != nil {
@@ -231,19 +236,23 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 			srv.shutdown(context.Background())
 			return err
 		}
-		probe := grpc.NewServer()
-		healthpb.RegisterHealthServer(probe, srv.healthService())
-		servers = append(servers, probe)
+		healthPort = newHealthPortServer(srv, c.pprof)
 		listeners = append(listeners, hln)
 	}
 	log.Info("serving", "address", ln.Addr().String(), "tls", tlsCfg != nil,
 		"mutualTLS", tlsCfg != nil && tlsCfg.ClientCAs != nil, "healthAddress", addrOf(listeners[1:]),
+		"pprof", c.pprof,
 		"httpTimeout", c.httpTimeout.String(), "streamInterval", c.streamInterval.String(),
 		"resultMaxAge", c.resultMaxAge.String(), "idleTimeout", c.idleTimeout.String())
 
-	errc := make(chan error, len(servers))
-	for i, s := range servers {
-		go func() { errc <- s.Serve(listeners[i]) }()
+	errc := make(chan error, len(listeners))
+	go func() { errc <- srv.serve(ln) }()
+	if healthPort != nil {
+		go func() {
+			if err := healthPort.Serve(listeners[1]); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
 	}
 	var serveErr error
 	select {
@@ -255,10 +264,33 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	srv.shutdown(sctx) // NOT_SERVING on both listeners, streams end, scalers closed
-	for _, s := range servers[1:] {
-		s.Stop()
+	if healthPort != nil {
+		_ = healthPort.Close()
 	}
 	return serveErr
+}
+
+// newHealthPortServer serves the health listener: gRPC health checks
+// (HTTP/2 without TLS, as kubelet sends them) and, over HTTP/1.1 or
+// HTTP/2, /metrics and the optional profiling handlers.
+func newHealthPortServer(srv *server, withPprof bool) *http.Server {
+	probe := grpc.NewServer()
+	healthpb.RegisterHealthServer(probe, srv.healthService())
+	web := srv.metrics.httpHandler(withPprof)
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+				probe.ServeHTTP(w, r)
+				return
+			}
+			web.ServeHTTP(w, r)
+		}),
+	}
 }
 
 func addrOf(lns []net.Listener) string {

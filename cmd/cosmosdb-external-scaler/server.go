@@ -28,6 +28,7 @@ type serverOptions struct {
 	resultMaxAge   time.Duration // reuse an estimate this young (0: never)
 	idleTimeout    time.Duration // close a scaler unused for this long (0: never)
 	logger         *slog.Logger
+	metrics        *serverMetrics // set by newServer; nil records nothing
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)
@@ -41,11 +42,12 @@ type serverOptions struct {
 type server struct {
 	pb.UnimplementedExternalScalerServer
 
-	opts   serverOptions
-	log    *slog.Logger
-	reg    *registry
-	health *health.Server
-	grpc   *grpc.Server
+	opts    serverOptions
+	log     *slog.Logger
+	reg     *registry
+	metrics *serverMetrics
+	health  *health.Server
+	grpc    *grpc.Server
 
 	stopping chan struct{} // closed when shutdown starts: ends every stream
 	stopOnce sync.Once
@@ -64,6 +66,8 @@ func newServer(o serverOptions, creds credentials.TransportCredentials) *server 
 		o.newScaler = defaultNewScaler
 	}
 	s := &server{opts: o, log: o.logger, health: health.NewServer(), stopping: make(chan struct{})}
+	o.metrics = newServerMetrics(func() int { return s.reg.size() })
+	s.metrics = o.metrics
 	s.reg = newRegistry(o.logger, o.idleTimeout, func(ref *pb.ScaledObjectRef, key instanceKey) (*instance, error) {
 		return newInstance(ref, key, o)
 	})
@@ -242,7 +246,7 @@ func (s *server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 func (s *server) logUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	resp, err := handler(ctx, req)
-	s.logCall(ctx, info.FullMethod, refOf(req), start, err)
+	s.logCall(ctx, info.FullMethod, refOf(req), start, err, true)
 	return resp, err
 }
 
@@ -250,14 +254,16 @@ func (s *server) logStream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	start := time.Now()
 	w := &refCapturingStream{ServerStream: ss}
 	err := handler(srv, w)
-	s.logCall(ss.Context(), info.FullMethod, w.ref, start, err)
+	s.logCall(ss.Context(), info.FullMethod, w.ref, start, err, false)
 	return err
 }
 
-func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error) {
-	code := status.Code(err)
+// logCall logs a finished call and counts it in the metrics.
+func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error, unary bool) {
+	code, duration := status.Code(err), time.Since(start)
+	s.metrics.observeCall(method, code, duration, unary)
 	attrs := []any{"method", method, "namespace", account.Excerpt(ref.GetNamespace()), "name", account.Excerpt(ref.GetName()),
-		"code", code.String(), "duration", time.Since(start).Round(time.Microsecond).String()}
+		"code", code.String(), "duration", duration.Round(time.Microsecond).String()}
 	switch code {
 	case codes.OK, codes.Canceled:
 		s.log.DebugContext(ctx, "call", attrs...)
