@@ -17,9 +17,14 @@ import (
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
-const manifestPath = "../../deploy/external-scaler.yaml"
+// manifestPath installs the external scaler and nothing else;
+// examplePath holds only the example ScaledObject that uses it.
+const (
+	manifestPath = "../../deploy/external-scaler.yaml"
+	examplePath  = "../../deploy/external-scaler-scaledobject.yaml"
+)
 
-// deployManifest holds the objects of deploy/external-scaler.yaml.
+// deployManifest holds the objects of both files.
 type deployManifest struct {
 	secret       corev1.Secret
 	deployment   appsv1.Deployment
@@ -29,16 +34,28 @@ type deployManifest struct {
 
 func readDeployManifest(t *testing.T) deployManifest {
 	t.Helper()
-	raw, err := os.ReadFile(manifestPath)
+	var m deployManifest
+	readManifestFile(t, manifestPath, &m, "Secret", "ServiceAccount", "Deployment", "Service")
+	readManifestFile(t, examplePath, &m, "ScaledObject")
+	return m
+}
+
+// readManifestFile decodes path's documents into m, which must be exactly
+// of the given kinds, each present.
+func readManifestFile(t *testing.T, path string, m *deployManifest, kinds ...string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m deployManifest
 	seen := map[string]bool{}
 	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
 		var head struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &head); err != nil {
-			t.Fatalf("%s: %v", manifestPath, err)
+			t.Fatalf("%s: %v", path, err)
+		}
+		if head.Kind != "" && !slices.Contains(kinds, head.Kind) {
+			t.Fatalf("%s holds a %s; it should hold only %v", path, head.Kind, kinds)
 		}
 		var target any
 		switch head.Kind {
@@ -58,16 +75,15 @@ func readDeployManifest(t *testing.T) deployManifest {
 			t.Fatalf("unexpected kind %q", head.Kind)
 		}
 		if err := yaml.UnmarshalStrict(doc, target); err != nil {
-			t.Fatalf("%s %s: %v", manifestPath, head.Kind, err)
+			t.Fatalf("%s %s: %v", path, head.Kind, err)
 		}
 		seen[head.Kind] = true
 	}
-	for _, kind := range []string{"Secret", "ServiceAccount", "Deployment", "Service", "ScaledObject"} {
+	for _, kind := range kinds {
 		if !seen[kind] {
-			t.Fatalf("%s has no %s", manifestPath, kind)
+			t.Fatalf("%s has no %s", path, kind)
 		}
 	}
-	return m
 }
 
 func portOf(t *testing.T, addr string) string {
@@ -79,7 +95,7 @@ func portOf(t *testing.T, addr string) string {
 	return port
 }
 
-// deploy/external-scaler.yaml fits together: the container's flags are
+// deploy/external-scaler.yaml and its example ScaledObject fit together: the container's flags are
 // valid, its ports, probes, Service and scalerAddress agree, the Secret is
 // its environment, and the example trigger builds a scaler with the
 // variables the Secret defines.

@@ -32,7 +32,7 @@ func TestGetMetricSpec(t *testing.T) {
 		t.Fatalf("got %d metric specs, want 1", len(resp.MetricSpecs))
 	}
 	spec := resp.MetricSpecs[0]
-	want := kedautil.NormalizeString("azure-cosmosdb-appdb-leases-orders-processor")
+	want := kedautil.NormalizeString("azure-cosmosdb-leases-orders-processor")
 	if spec.MetricName != want || spec.TargetSize != 20 || spec.TargetSizeFloat != 20 {
 		t.Fatalf("spec = {%q %d %v}, want {%q 20 20}", spec.MetricName, spec.TargetSize, spec.TargetSizeFloat, want)
 	}

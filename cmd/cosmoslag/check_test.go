@@ -73,7 +73,7 @@ func TestCheckEmulatorTable(t *testing.T) {
 		`(?m)^Metric\s+100 = min\(total lag 155, 2 active partition\(s\) × 50\)$`,
 		`(?m)^Active\s+yes`,
 		`(?m)^Replicas\s+0 → 2: KEDA activates 0 → 1; HPA: ceil\(100 / 50\) = 2 \[min 0, max 8\]$`,
-		`(?m)^Metric\s+s1-azure-cosmosdb-shop-leases-order-projector \(AverageValue, target 50`,
+		`(?m)^Metric\s+s1-azure-cosmosdb-leases-order-projector \(AverageValue, target 50`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("output does not match %s", re)
@@ -102,7 +102,7 @@ func TestCheckEmulatorJSON(t *testing.T) {
 	if r.Replicas == nil || r.Replicas.Current != 3 || r.Replicas.Desired != 2 || r.Replicas.Max != 8 {
 		t.Errorf("replicas: %+v", r.Replicas)
 	}
-	if r.TriggerIndex != 1 || r.MetricName != "s1-azure-cosmosdb-shop-leases-order-projector" || r.Requests == 0 {
+	if r.TriggerIndex != 1 || r.MetricName != "s1-azure-cosmosdb-leases-order-projector" || r.Requests == 0 {
 		t.Errorf("trigger %d, metric %q, requests %d", r.TriggerIndex, r.MetricName, r.Requests)
 	}
 }

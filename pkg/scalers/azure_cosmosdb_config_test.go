@@ -110,17 +110,17 @@ func TestCosmosDBUnsupportedPodIdentityIsRejected(t *testing.T) {
 }
 
 // Defaults: threshold 100, activation 0, AverageValue; the metric name is
-// KEDA's s<index>- prefix on a normalised name unique per processor and
-// lease container.
+// KEDA v2.21.0's: the s<index>- prefix on azure-cosmosdb-<leaseContainerId>-
+// <processorName>, normalised, so dashboards and alerts survive the upgrade.
 func TestCosmosDBMetricSpec(t *testing.T) {
-	config := cosmosDBScalerConfig(cosmosDBBaseMetadata("leaseContainerId", "Leases_1"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey})
+	config := cosmosDBScalerConfig(cosmosDBBaseMetadata("leaseContainerId", "Leases_1", "processorName", "orders.processor:v2"), map[string]string{"connection": "AccountEndpoint=https://a.documents.azure.com/;AccountKey=" + cosmosDBCanaryKey})
 	config.TriggerIndex = 3
 	s := newCosmosDBTestScaler(t, config)
 	specs := s.GetMetricSpecForScaling(context.Background())
 	if len(specs) != 1 || specs[0].External == nil || specs[0].Type != v2.ExternalMetricSourceType {
 		t.Fatalf("specs %+v, want one external metric", specs)
 	}
-	if got, want := specs[0].External.Metric.Name, "s3-azure-cosmosdb-appdb-Leases_1-orders-processor"; got != want {
+	if got, want := specs[0].External.Metric.Name, "s3-azure-cosmosdb-Leases_1-orders-processor-v2"; got != want {
 		t.Fatalf("metric name %q, want %q", got, want)
 	}
 	if specs[0].External.Target.Type != v2.AverageValueMetricType || cosmosDBTarget(specs[0]) != 100 {
@@ -150,6 +150,13 @@ func TestCosmosDBCredentialPrecedence(t *testing.T) {
 		{"connection from TriggerAuthentication", env.metadata(), map[string]string{"connection": env.server.ConnectionString()}, nil},
 		{"connection from trigger metadata", env.metadata("connection", env.server.ConnectionString()), nil, nil},
 		{"connectionFromEnv", env.metadata("connectionFromEnv", "COSMOS"), nil, map[string]string{"COSMOS": env.server.ConnectionString()}},
+		// As in KEDA v2.21.0: the environment before plain trigger metadata.
+		{"environment wins over trigger metadata", env.metadata("connectionFromEnv", "COSMOS", "connection", "AccountEndpoint="+env.server.URL()+";AccountKey="+wrongKey),
+			nil, map[string]string{"COSMOS": env.server.ConnectionString()}},
+		{"cosmosDBKeyFromEnv wins over trigger metadata", env.metadata("cosmosDBKeyFromEnv", "KEY", "cosmosDBKey", wrongKey),
+			map[string]string{"endpoint": env.server.URL()}, map[string]string{"KEY": env.server.Key()}},
+		{"TriggerAuthentication wins over trigger metadata", env.metadata("connection", "AccountEndpoint="+env.server.URL()+";AccountKey="+wrongKey),
+			map[string]string{"connection": env.server.ConnectionString()}, nil},
 		{"TriggerAuthentication wins over environment", env.metadata("connectionFromEnv", "COSMOS"),
 			map[string]string{"connection": env.server.ConnectionString()},
 			map[string]string{"COSMOS": "AccountEndpoint=" + env.server.URL() + ";AccountKey=" + wrongKey}},

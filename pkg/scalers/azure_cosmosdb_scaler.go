@@ -4,18 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	v2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/metrics/pkg/apis/external_metrics"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
+	"github.com/kedacore/keda/v2/pkg/eventreason"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -34,9 +40,10 @@ type azureCosmosDBScaler struct {
 }
 
 // azureCosmosDBMetadata is the trigger's configuration. Credentials are read
-// from the TriggerAuthentication first, then trigger metadata, then (for
-// connection strings and keys) the scale target's environment via the
-// ...FromEnv parameters; account.Settings declares those parameters.
+// from the TriggerAuthentication first, then (for connection strings and
+// keys) the scale target's environment via the ...FromEnv parameters, then
+// plain trigger metadata, the order KEDA v2.21.0's azure-cosmosdb scaler
+// used; account.Settings declares those parameters.
 type azureCosmosDBMetadata struct {
 	DatabaseID       string `keda:"name=databaseId,       order=triggerMetadata"`
 	ContainerID      string `keda:"name=containerId,      order=triggerMetadata"`
@@ -124,6 +131,8 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	}
 	meta.TriggerIndex = config.TriggerIndex
 	meta.PodIdentity = config.PodIdentity
+	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
+	warnAboutTriggerMetadata(config, logger)
 	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
 	data, leases, err := account.Resolve(meta.Settings, account.CredentialOptions{Transport: httpClient})
 	if err != nil {
@@ -134,7 +143,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	return &azureCosmosDBScaler{
 		metricType: metricType,
 		metadata:   meta,
-		logger:     InitializeLogger(config, "azure_cosmosdb_scaler"),
+		logger:     logger,
 		estimator: lag.NewEstimator(lag.Config{
 			Data:           rest.NewClient(data, clientOptions),
 			Lease:          rest.NewClient(leases, clientOptions),
@@ -147,8 +156,90 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	}, nil
 }
 
-// GetMetricSpecForScaling returns one external metric whose name is unique
-// per processor and lease container, with the lag threshold as its target.
+// warnAboutTriggerMetadata reports, once per scaler, what parses but is
+// probably a mistake: secrets in plain trigger metadata (accepted, but
+// readable by anyone who can read the ScaledObject) and keys the trigger does
+// not know, such as a misspelt threshold that silently leaves the default in
+// force. Parameter names only: a value is never logged.
+func warnAboutTriggerMetadata(config *scalersconfig.ScalerConfig, logger logr.Logger) {
+	accepted, secret := map[string]bool{}, map[string]bool{}
+	cosmosDBMetadataKeys(reflect.TypeFor[azureCosmosDBMetadata](), accepted, secret)
+	keys := slices.Sorted(maps.Keys(config.TriggerMetadata))
+	var plainSecrets []string
+	for _, key := range keys {
+		if secret[key] && config.TriggerMetadata[key] != "" {
+			plainSecrets = append(plainSecrets, key)
+		}
+	}
+	if len(plainSecrets) > 0 {
+		warnScalerUser(config, logger, fmt.Sprintf("scaler %s: secret parameter(s) %s given in plain trigger metadata; move them to a TriggerAuthentication", config.TriggerType, strings.Join(plainSecrets, ", ")))
+	}
+	// With this variable set, KEDA's typed config reports unknown keys itself.
+	if os.Getenv("KEDA_CHECK_UNEXPECTED_SCALERS_PARAMS") == "enabled" {
+		return
+	}
+	for _, key := range keys {
+		if !accepted[key] {
+			// KEDA's wording for the same check, so one search finds both.
+			warnScalerUser(config, logger, fmt.Sprintf("Unmatched input property %s in scaler %s", key, config.TriggerType))
+		}
+	}
+}
+
+// cosmosDBMetadataKeys reads the keda: tags of t as KEDA's typed config
+// does, nested structs included, and records the trigger metadata keys they
+// accept (name where trigger metadata is a source, nameFromEnv where the
+// environment is) and the names whose values are credentials (account.Secret).
+func cosmosDBMetadataKeys(t reflect.Type, accepted, secret map[string]bool) {
+	for field := range t.Fields() {
+		tag, ok := field.Tag.Lookup("keda")
+		if !ok {
+			continue
+		}
+		var names []string
+		var fromMetadata, fromEnv bool
+		for part := range strings.SplitSeq(tag, ",") {
+			key, value, _ := strings.Cut(strings.TrimSpace(part), "=")
+			switch key {
+			case "name":
+				names = strings.Split(value, ";")
+			case "order":
+				fromMetadata = strings.Contains(value, string(scalersconfig.TriggerMetadata))
+				fromEnv = strings.Contains(value, string(scalersconfig.ResolvedEnv))
+			}
+		}
+		if len(names) == 0 {
+			nested := field.Type
+			if nested.Kind() == reflect.Pointer {
+				nested = nested.Elem()
+			}
+			if nested.Kind() == reflect.Struct {
+				cosmosDBMetadataKeys(nested, accepted, secret)
+			}
+			continue
+		}
+		for _, name := range names {
+			name = strings.TrimSpace(name)
+			accepted[name] = fromMetadata
+			if fromEnv {
+				accepted[name+"FromEnv"] = true
+			}
+			secret[name] = field.Type == reflect.TypeFor[account.Secret]()
+		}
+	}
+}
+
+// warnScalerUser logs a warning and, inside KEDA, records it as a Warning
+// event on the ScaledObject, where kubectl describe shows it.
+func warnScalerUser(config *scalersconfig.ScalerConfig, logger logr.Logger, message string) {
+	logger.Info(message)
+	if config.Recorder != nil && config.ScaledObject != nil {
+		config.Recorder.Eventf(config.ScaledObject, nil, corev1.EventTypeWarning, eventreason.KEDAScalersInfo, eventreason.KEDAScalersInfo, "%s", message)
+	}
+}
+
+// GetMetricSpecForScaling returns one external metric named after the lease
+// container and processor, with the lag threshold as its target.
 func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
 	externalMetric := &v2.ExternalMetricSource{
 		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, s.metricName())},
@@ -157,9 +248,11 @@ func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.Metr
 	return []v2.MetricSpec{{External: externalMetric, Type: v2.ExternalMetricSourceType}}
 }
 
-// metricName is the metric's name before KEDA's trigger-index prefix.
+// metricName is the metric's name before KEDA's trigger-index prefix: KEDA
+// v2.21.0's, kept so dashboards, alerts and HPA status keyed on it survive
+// the upgrade.
 func (s *azureCosmosDBScaler) metricName() string {
-	return kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s-%s", s.metadata.LeaseDatabaseID, s.metadata.LeaseContainerID, s.metadata.ProcessorName))
+	return kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s", s.metadata.LeaseContainerID, s.metadata.ProcessorName))
 }
 
 // GetMetricsAndActivity estimates the processor's lag and returns the

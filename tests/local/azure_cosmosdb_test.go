@@ -264,7 +264,7 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 	})
 
 	t.Run("the metric served through the aggregated API is the scaler's", func(t *testing.T) {
-		metricName := "s0-azure-cosmosdb-" + database + "-" + leases + "-" + processorName
+		metricName := "s0-azure-cosmosdb-" + leases + "-" + processorName
 		served, err := k.externalMetric(ctx, namespace, metricName, "orders")
 		if err != nil {
 			t.Fatal(err)

@@ -166,7 +166,7 @@ func TestKEDAClientGetsTheInTreeEstimate(t *testing.T) {
 		t.Fatalf("KEDA built %d metric specs from the external scaler", len(extSpec))
 	}
 	name := extSpec[0].External.Metric.Name
-	if name != inSpec[0].External.Metric.Name || name != "s2-azure-cosmosdb-appdb-leases-orders-processor" {
+	if name != inSpec[0].External.Metric.Name || name != "s2-azure-cosmosdb-leases-orders-processor" {
 		t.Fatalf("metric name via KEDA %q, in-tree %q", name, inSpec[0].External.Metric.Name)
 	}
 	if got := extSpec[0].External.Target.AverageValue; got == nil || got.Value() != 20 {
@@ -263,7 +263,7 @@ func TestKEDARewritesFromEnvMetadata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = ext.GetMetricsAndActivity(ctx, "s2-azure-cosmosdb-appdb-leases-orders-processor")
+		_, _, err = ext.GetMetricsAndActivity(ctx, "s2-azure-cosmosdb-leases-orders-processor")
 		_ = ext.Close(ctx)
 		if err == nil {
 			t.Fatalf("%s: connectionFromEnv accepted", name)

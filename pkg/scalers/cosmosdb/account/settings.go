@@ -9,12 +9,12 @@ import (
 // `keda:` tag names the parameter and where it is looked up) and every tool
 // that lists the trigger's parameters reads these tags.
 type Settings struct {
-	Connection      Secret `keda:"name=connection,       order=authParams;triggerMetadata;resolvedEnv, optional"`
-	LeaseConnection Secret `keda:"name=leaseConnection,  order=authParams;triggerMetadata;resolvedEnv, optional"`
+	Connection      Secret `keda:"name=connection,       order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseConnection Secret `keda:"name=leaseConnection,  order=authParams;resolvedEnv;triggerMetadata, optional"`
 	Endpoint        string `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
 	LeaseEndpoint   string `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
-	Key             Secret `keda:"name=cosmosDBKey,      order=authParams;triggerMetadata;resolvedEnv, optional"`
-	LeaseKey        Secret `keda:"name=leaseCosmosDBKey, order=authParams;triggerMetadata;resolvedEnv, optional"`
+	Key             Secret `keda:"name=cosmosDBKey,      order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseKey        Secret `keda:"name=leaseCosmosDBKey, order=authParams;resolvedEnv;triggerMetadata, optional"`
 
 	TenantID     string `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
 	ClientID     string `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
