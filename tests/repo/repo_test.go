@@ -1,0 +1,135 @@
+// Package repo holds tests of the repository itself: what a new contributor
+// meets before any Go code runs (make targets, ignored build outputs, the
+// changelog's form).
+package repo
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const root = "../.."
+
+func readRepoFile(t *testing.T, name string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// makeTargets are the targets the Makefile defines (variables and special
+// targets such as .PHONY left out).
+func makeTargets(t *testing.T) []string {
+	t.Helper()
+	var targets []string
+	for _, m := range regexp.MustCompile(`(?m)^([a-zA-Z0-9_-]+):([^=]|$)`).FindAllStringSubmatch(readRepoFile(t, "Makefile"), -1) {
+		targets = append(targets, m[1])
+	}
+	if len(targets) < 5 {
+		t.Fatalf("found only %d targets in the Makefile: %v", len(targets), targets)
+	}
+	return targets
+}
+
+// make help lists every target with a description.
+func TestMakeHelpDescribesEveryTarget(t *testing.T) {
+	help := run(t, "make", "-s", "--no-print-directory", "help")
+	described := map[string]bool{}
+	for line := range strings.SplitSeq(help, "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 {
+			described[fields[0]] = true
+		}
+	}
+	for _, target := range makeTargets(t) {
+		if !described[target] {
+			t.Errorf("make help does not describe target %q; add `## description` after its name\n%s", target, help)
+		}
+	}
+}
+
+// make ci runs .ci/run, so the two cannot drift apart.
+func TestMakeCIRunsWhatCIRuns(t *testing.T) {
+	recipe := strings.Fields(run(t, "make", "-n", "--no-print-directory", "ci"))
+	if !slices.Equal(recipe, []string{".ci/run"}) {
+		t.Fatalf("make ci runs %q, want exactly .ci/run", recipe)
+	}
+}
+
+// Building either command, from the root or inside its directory, leaves
+// nothing git would offer to commit.
+func TestGitignoreCoversBuiltCommands(t *testing.T) {
+	commands, err := filepath.Glob(filepath.Join(root, "cmd", "*", "main.go"))
+	if err != nil || len(commands) < 2 {
+		t.Fatalf("commands found: %v (%v)", commands, err)
+	}
+	for _, main := range commands {
+		name := filepath.Base(filepath.Dir(main))
+		for _, built := range []string{name, filepath.Join("cmd", name, name)} {
+			cmd := exec.Command("git", "check-ignore", "-q", "--no-index", built)
+			cmd.Dir = root
+			if err := cmd.Run(); err != nil {
+				t.Errorf("%s (go build ./cmd/%s) is not ignored by .gitignore", built, name)
+			}
+		}
+	}
+}
+
+// CHANGELOG.md keeps the Keep a Changelog form: an Unreleased section on
+// top, then versions with dates, newest first, the standard change types,
+// and a link reference for every version heading.
+func TestChangelogForm(t *testing.T) {
+	text := readRepoFile(t, "CHANGELOG.md")
+	if !strings.HasPrefix(text, "# Changelog\n") || !strings.Contains(text, "keepachangelog.com") {
+		t.Error("CHANGELOG.md does not start with # Changelog and a reference to Keep a Changelog")
+	}
+	versionHeading := regexp.MustCompile(`^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$`)
+	var headings []string
+	for line := range strings.SplitSeq(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			if line == "## [Unreleased]" {
+				if len(headings) != 0 {
+					t.Errorf("## [Unreleased] is not the first section")
+				}
+				headings = append(headings, "Unreleased")
+				continue
+			}
+			m := versionHeading.FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("section heading %q is not ## [x.y.z] - YYYY-MM-DD", line)
+				continue
+			}
+			headings = append(headings, m[1])
+		case strings.HasPrefix(line, "### "):
+			if kind := strings.TrimPrefix(line, "### "); !slices.Contains([]string{"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kind) {
+				t.Errorf("change type %q is not one of Keep a Changelog's", kind)
+			}
+		}
+	}
+	if len(headings) < 2 || headings[0] != "Unreleased" {
+		t.Fatalf("want ## [Unreleased] and at least one released version, got %v", headings)
+	}
+	for _, h := range headings {
+		if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(h) + `\]: https://\S+$`).MatchString(text) {
+			t.Errorf("no link reference [%s]: https://… at the end of CHANGELOG.md", h)
+		}
+	}
+}
