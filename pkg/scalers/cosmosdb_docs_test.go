@@ -1,0 +1,156 @@
+package scalers
+
+// Not part of the in-tree drop-in (hack/intree.sh copies azure_cosmosdb_*):
+// KEDA keeps the trigger's documentation in another repository.
+
+import (
+	"maps"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// cosmosDBTagParam is one parameter as the keda: tags declare it.
+type cosmosDBTagParam struct {
+	name         string
+	authFirst    bool // the TriggerAuthentication is looked at first
+	fromEnv      bool // also nameFromEnv
+	optional     bool
+	defaultValue string
+	hasDefault   bool
+}
+
+func cosmosDBTagParams(t reflect.Type) []cosmosDBTagParam {
+	var params []cosmosDBTagParam
+	for field := range t.Fields() {
+		tag, ok := field.Tag.Lookup("keda")
+		if !ok {
+			continue
+		}
+		var p cosmosDBTagParam
+		for part := range strings.SplitSeq(tag, ",") {
+			key, value, _ := strings.Cut(strings.TrimSpace(part), "=")
+			switch key {
+			case "name":
+				p.name = value
+			case "order":
+				p.authFirst = strings.HasPrefix(value, "authParams")
+				p.fromEnv = strings.Contains(value, "resolvedEnv")
+			case "optional":
+				p.optional = true
+			case "default":
+				p.defaultValue, p.hasDefault = value, true
+			}
+		}
+		if p.name == "" {
+			nested := field.Type
+			if nested.Kind() == reflect.Pointer {
+				nested = nested.Elem()
+			}
+			params = append(params, cosmosDBTagParams(nested)...)
+			continue
+		}
+		params = append(params, p)
+	}
+	return params
+}
+
+// cosmosDBDocumentedParams returns the "- `name` - text" entries of the
+// documentation between two headings.
+func cosmosDBDocumentedParams(t *testing.T, doc, from, to string) map[string]string {
+	t.Helper()
+	start := strings.Index(doc, from)
+	end := strings.Index(doc, to)
+	if start < 0 || end < start {
+		t.Fatalf("docs/azure-cosmosdb.md: no section between %q and %q", from, to)
+	}
+	entries := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^- `([a-zA-Z]+)` - (.*)$").FindAllStringSubmatch(doc[start:end], -1) {
+		entries[m[1]] = m[2]
+	}
+	return entries
+}
+
+// The reference page documents exactly the parameters the keda: tags
+// accept, with the tags' defaults and optionality: those a
+// TriggerAuthentication supplies first under Authentication Parameters, the
+// others (and every ...FromEnv form) in the Parameter list.
+func TestCosmosDBDocsMatchTheKedaTags(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/azure-cosmosdb.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	metadataDocs := cosmosDBDocumentedParams(t, doc, "**Parameter list:**", "### Authentication Parameters")
+	authDocs := cosmosDBDocumentedParams(t, doc, "### Authentication Parameters", "#### How credentials are chosen")
+
+	wantMetadata, wantAuth := map[string]bool{}, map[string]bool{}
+	for _, p := range cosmosDBTagParams(reflect.TypeFor[azureCosmosDBMetadata]()) {
+		if p.authFirst {
+			wantAuth[p.name] = true
+		} else {
+			wantMetadata[p.name] = true
+		}
+		if p.fromEnv {
+			wantMetadata[p.name+"FromEnv"] = true
+		}
+		text, documented := metadataDocs[p.name]
+		if !documented {
+			text = authDocs[p.name]
+		}
+		if p.hasDefault && !strings.Contains(text, "Default: `"+p.defaultValue+"`") {
+			t.Errorf("%s: the tag's default is %q; the docs say: %s", p.name, p.defaultValue, text)
+		}
+		if optional := p.optional || p.hasDefault; !p.authFirst && optional != strings.Contains(text, "Optional") {
+			t.Errorf("%s: optional=%v in the tag; the docs say: %s", p.name, optional, text)
+		}
+	}
+	for section, pair := range map[string][2]map[string]bool{
+		"Parameter list":            {wantMetadata, keysOf(metadataDocs)},
+		"Authentication Parameters": {wantAuth, keysOf(authDocs)},
+	} {
+		want, got := pair[0], pair[1]
+		for name := range want {
+			if !got[name] {
+				t.Errorf("%s: %s is accepted by the scaler but not documented there", section, name)
+			}
+		}
+		for name := range got {
+			if !want[name] {
+				t.Errorf("%s: %s is documented there but the scaler does not read it from there", section, name)
+			}
+		}
+	}
+
+	// The README's table lists the same trigger metadata.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), "## Trigger parameters")
+	end := strings.Index(string(readme), "### Choosing credentials")
+	if start < 0 || end < start {
+		t.Fatal("README.md: no Trigger parameters section")
+	}
+	var readmeNames []string
+	for _, row := range regexp.MustCompile("(?m)^\\| ([^|]*`[^|]*) \\|").FindAllStringSubmatch(string(readme[start:end]), -1) {
+		for _, name := range regexp.MustCompile("`([a-zA-Z]+)`").FindAllStringSubmatch(row[1], -1) {
+			readmeNames = append(readmeNames, name[1])
+		}
+	}
+	slices.Sort(readmeNames)
+	if docNames := slices.Sorted(maps.Keys(wantMetadata)); !slices.Equal(readmeNames, docNames) {
+		t.Errorf("README's trigger parameter table lists %v, the scaler reads %v", readmeNames, docNames)
+	}
+}
+
+func keysOf(m map[string]string) map[string]bool {
+	keys := map[string]bool{}
+	for k := range m {
+		keys[k] = true
+	}
+	return keys
+}
