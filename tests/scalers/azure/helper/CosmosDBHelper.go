@@ -46,6 +46,11 @@ type CosmosDBHelper struct {
 	MonitoredContainer string
 	LeaseContainer     string
 	ProcessorName      string
+	// MonitoredPartitionKey is the monitored container's partition key
+	// path: /customerId unless set before CreateContainers. A real
+	// processor that creates its containers if missing (KEDA's test image)
+	// needs /id, the path it would create.
+	MonitoredPartitionKey string
 
 	leasePrefix string
 	ranges      []CosmosDBPartitionKeyRange
@@ -96,16 +101,17 @@ func NewCosmosDBHelper(t *testing.T, connectionString, testName string) *CosmosD
 	random := rand.New(rand.NewSource(time.Now().UnixNano()))
 	suffix := random.Intn(100000)
 	return &CosmosDBHelper{
-		endpoint:           strings.TrimSuffix(endpoint, "/"),
-		key:                decodedKey,
-		http:               &http.Client{Timeout: 30 * time.Second},
-		client:             client,
-		DatabaseID:         fmt.Sprintf("%s-db-%d", testName, suffix),
-		MonitoredContainer: "orders",
-		LeaseContainer:     "leases",
-		ProcessorName:      fmt.Sprintf("%s-processor-%d", testName, suffix),
-		checkpoints:        map[string]string{},
-		random:             random,
+		endpoint:              strings.TrimSuffix(endpoint, "/"),
+		key:                   decodedKey,
+		http:                  &http.Client{Timeout: 30 * time.Second},
+		client:                client,
+		DatabaseID:            fmt.Sprintf("%s-db-%d", testName, suffix),
+		MonitoredContainer:    "orders",
+		LeaseContainer:        "leases",
+		ProcessorName:         fmt.Sprintf("%s-processor-%d", testName, suffix),
+		MonitoredPartitionKey: "/customerId",
+		checkpoints:           map[string]string{},
+		random:                random,
 	}
 }
 
@@ -116,7 +122,7 @@ func (c *CosmosDBHelper) Endpoint() string { return c.endpoint + "/" }
 func (c *CosmosDBHelper) PartitionCount() int { return len(c.ranges) }
 
 // CreateContainers creates the database, the monitored container (partition
-// key /customerId, several physical partitions) and the lease container
+// key MonitoredPartitionKey, several physical partitions) and the lease container
 // (partition key /id, as the .NET processor requires by default), and reads
 // what the processor's lease ids are built from.
 func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T) {
@@ -129,7 +135,7 @@ func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T) {
 	throughput := azcosmos.NewAutoscaleThroughputProperties(CosmosDBMonitoredMaxThroughput)
 	_, err = c.database.CreateContainer(ctx, azcosmos.ContainerProperties{
 		ID:                     c.MonitoredContainer,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/customerId"}, Version: 2},
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{c.MonitoredPartitionKey}, Version: 2},
 	}, &azcosmos.CreateContainerOptions{ThroughputProperties: &throughput})
 	require.NoErrorf(t, err, "cannot create monitored container %s", c.MonitoredContainer)
 	_, err = c.database.CreateContainer(ctx, azcosmos.ContainerProperties{
@@ -217,15 +223,16 @@ func (c *CosmosDBHelper) CatchUpCheckpoints(ctx context.Context, t *testing.T) {
 func (c *CosmosDBHelper) InsertItems(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		customer := fmt.Sprintf("customer-%d", c.random.Int63())
-		item, err := json.Marshal(map[string]any{
+		fields := map[string]any{
 			"id":         fmt.Sprintf("order-%d", c.random.Int63()),
-			"customerId": customer,
+			"customerId": fmt.Sprintf("customer-%d", c.random.Int63()),
 			"total":      c.random.Intn(1000),
 			"createdAt":  time.Now().UTC().Format(time.RFC3339Nano),
-		})
+		}
+		item, err := json.Marshal(fields)
 		require.NoError(t, err)
-		_, err = c.monitored.CreateItem(ctx, azcosmos.NewPartitionKeyString(customer), item, nil)
+		partitionKey, _ := fields[strings.TrimPrefix(c.MonitoredPartitionKey, "/")].(string)
+		_, err = c.monitored.CreateItem(ctx, azcosmos.NewPartitionKeyString(partitionKey), item, nil)
 		require.NoErrorf(t, err, "cannot insert item %d of %d", i+1, n)
 	}
 }
@@ -260,6 +267,44 @@ func (c *CosmosDBHelper) PendingPerPartition(ctx context.Context, t *testing.T) 
 		pending[r.ID], _ = c.readChangeFeed(ctx, t, r.ID, c.checkpoints[r.ID])
 	}
 	return pending
+}
+
+// CosmosDBLeaseProgress is what a real processor has written to the lease
+// container: its leases, and how many of them carry a checkpoint.
+type CosmosDBLeaseProgress struct {
+	Leases       int
+	Checkpointed int
+}
+
+// LeaseProgress reads the lease documents of ProcessorName as a real
+// processor wrote them (any SDK, any lease version): documents whose id
+// starts with the processor name and holds "..", the lease separator.
+func (c *CosmosDBHelper) LeaseProgress(ctx context.Context, t *testing.T) CosmosDBLeaseProgress {
+	t.Helper()
+	query := "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)"
+	pager := c.leases.NewQueryItemsPager(query, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{
+		QueryParameters: []azcosmos.QueryParameter{{Name: "@processor", Value: c.ProcessorName}},
+	})
+	var progress CosmosDBLeaseProgress
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		require.NoError(t, err, "querying the lease container")
+		for _, raw := range page.Items {
+			var lease struct {
+				ID                string `json:"id"`
+				ContinuationToken string `json:"ContinuationToken"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &lease), "decoding a lease document")
+			if !strings.Contains(lease.ID, "..") {
+				continue // the processor's .info and .lock documents
+			}
+			progress.Leases++
+			if lease.ContinuationToken != "" {
+				progress.Checkpointed++
+			}
+		}
+	}
+	return progress
 }
 
 // CosmosDBExpectedReplicas is what the scaler's metric makes the HPA choose, with the
