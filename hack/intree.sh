@@ -392,8 +392,13 @@ else
 	step "write the patch against KEDA $keda_version"
 	run git-add-change.log git add -A -f
 	(cd "$scratch" && git -c core.quotepath=off diff --cached --stat HEAD) | sed 's/^/    /'
-	(cd "$scratch" && git diff --cached HEAD) >"$patch_file" || fail "git diff"
-	echo "    $patch_file ($(wc -l <"$patch_file") lines); apply in a KEDA $keda_version checkout with: git apply $(basename "$patch_file")"
+	# KEDA's release notes are generated from PR titles (Component:
+	# Description), so the change travels as a commit whose subject is that
+	# title: git am keeps it, git apply ignores it.
+	run git-commit-change.log git -c user.name=intree -c user.email=intree@localhost -c commit.gpgsign=false \
+		commit -q -F "$src/hack/intree-commit-message.txt"
+	(cd "$scratch" && git format-patch -1 --stdout HEAD) >"$patch_file" || fail "git format-patch"
+	echo "    $patch_file ($(wc -l <"$patch_file") lines); apply in a KEDA $keda_version checkout with: git am $(basename "$patch_file") (or git apply)"
 	done_step
 fi
 

@@ -133,3 +133,28 @@ func TestChangelogForm(t *testing.T) {
 		}
 	}
 }
+
+// The in-tree patch is a commit whose subject is a KEDA release-notes title:
+// KEDA generates its release notes from PR titles of the form
+// "Component: Description" (its pr-changelog-check workflow), with the
+// scaler's name as the component.
+func TestInTreePatchCarriesAKEDAReleaseNote(t *testing.T) {
+	message := readRepoFile(t, "hack/intree-commit-message.txt")
+	title, body, _ := strings.Cut(message, "\n")
+	m := regexp.MustCompile(`^([^:]+):\s+(.+)$`).FindStringSubmatch(title)
+	if m == nil {
+		t.Fatalf("title %q is not Component: Description", title)
+	}
+	if component := strings.TrimSpace(m[1]); !regexp.MustCompile(`^[A-Z][A-Za-z0-9/,&+ .-]*$`).MatchString(component) || component != "Azure Cosmos DB Scaler" {
+		t.Errorf("component %q, want KEDA's name for the scaler, Azure Cosmos DB Scaler", component)
+	}
+	if len(title) > 100 {
+		t.Errorf("title is %d characters; keep a release-notes line short", len(title))
+	}
+	if !strings.HasPrefix(body, "\n") || !strings.Contains(body, "kind/") {
+		t.Error("the message needs a blank line after the title and the release-notes label it asks for")
+	}
+	if !strings.Contains(readRepoFile(t, "hack/intree.sh"), "hack/intree-commit-message.txt") {
+		t.Error("hack/intree.sh does not commit the patch with hack/intree-commit-message.txt")
+	}
+}
