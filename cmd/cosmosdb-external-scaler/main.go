@@ -81,7 +81,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.tls.cert, "tls-cert", "", "server certificate (PEM); with --tls-key turns TLS on; reloaded when the file changes")
 	fs.StringVar(&c.tls.key, "tls-key", "", "server private key (PEM)")
 	fs.StringVar(&c.tls.clientCA, "tls-client-ca", "", "CA bundle (PEM) client certificates must chain to: mutual TLS")
-	fs.DurationVar(&c.httpTimeout, "http-timeout", 10*time.Second, "timeout of each Cosmos DB request try (KEDA's --http-timeout; must be > 0)")
+	fs.DurationVar(&c.httpTimeout, "http-timeout", 10*time.Second, "timeout of each Cosmos DB request try (the scaler's GlobalHTTPTimeout; KEDA's operator takes it from\nKEDA_HTTP_DEFAULT_TIMEOUT, 3000 ms by default; must be > 0)")
 	fs.DurationVar(&c.streamInterval, "stream-interval", 15*time.Second, "StreamIsActive (type external-push): time between two pushes")
 	fs.DurationVar(&c.resultMaxAge, "result-max-age", 2*time.Second, "reuse an estimate this recent instead of reading the leases again (KEDA calls GetMetrics then IsActive on every poll); 0 disables")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "close the scaler of a ScaledObject trigger unused for this long; 0 never")

@@ -29,6 +29,8 @@ func TestFlags(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"--help"}, exitOK, "Usage: cosmosdb-external-scaler", ""},
+		// KEDA has no --http-timeout flag; its operator reads KEDA_HTTP_DEFAULT_TIMEOUT.
+		{[]string{"--help"}, exitOK, "KEDA_HTTP_DEFAULT_TIMEOUT, 3000 ms", ""},
 		{[]string{"--bogus"}, exitBadArgs, "", "flag provided but not defined: -bogus"},
 		{[]string{"serve"}, exitBadArgs, "", `unexpected argument "serve"`},
 		{[]string{"--http-timeout", "0"}, exitBadArgs, "", "--http-timeout must be greater than 0"},

@@ -214,3 +214,17 @@ func TestCosmosDBSeparateLeaseAccount(t *testing.T) {
 		t.Fatal("lease endpoint without key or bearer credential accepted")
 	}
 }
+
+// cloud: Private needs cosmosDBResourceURL only to request tokens: a
+// connection string or account key reads the account without one.
+func TestCosmosDBPrivateCloudKeysNeedNoResourceURL(t *testing.T) {
+	endpoint := "https://shop.documents.azure.example:443/"
+	for name, auth := range map[string]map[string]string{
+		"connection string": {"connection": "AccountEndpoint=" + endpoint + ";AccountKey=" + cosmosDBCanaryKey},
+		"endpoint and key":  {"endpoint": endpoint, "cosmosDBKey": cosmosDBCanaryKey},
+	} {
+		if _, err := NewAzureCosmosDBScaler(cosmosDBScalerConfig(cosmosDBBaseMetadata("cloud", "Private"), auth)); err != nil {
+			t.Errorf("%s with cloud: Private and no cosmosDBResourceURL: %v", name, err)
+		}
+	}
+}

@@ -9,8 +9,12 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
 // cosmosDBTagParam is one parameter as the keda: tags declare it.
@@ -153,4 +157,32 @@ func keysOf(m map[string]string) map[string]bool {
 		keys[k] = true
 	}
 	return keys
+}
+
+// The statuses the reference page says are retried are exactly those a poll
+// survives when one change feed read answers with them once.
+func TestCosmosDBDocsListTheRetriedStatusesExactly(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/azure-cosmosdb.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`exactly these statuses — ([^.]*)\.`).FindStringSubmatch(strings.Join(strings.Fields(string(raw)), " "))
+	if m == nil {
+		t.Fatal("docs/azure-cosmosdb.md: no sentence listing 'exactly these statuses — …'")
+	}
+	documented := map[int]bool{}
+	for _, code := range regexp.MustCompile("`(\\d{3})`").FindAllStringSubmatch(m[1], -1) {
+		n, _ := strconv.Atoi(code[1])
+		documented[n] = true
+	}
+	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
+	for _, status := range []int{400, 403, 404, 408, 409, 412, 429, 449, 500, 501, 502, 503, 504, 505} {
+		remove := env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: status, RetryAfter: time.Millisecond, Times: 1})
+		_, _, err := s.GetMetricsAndActivity(t.Context(), "s0-metric")
+		remove()
+		if retried := err == nil; retried != documented[status] {
+			t.Errorf("HTTP %d: retried=%v, documented as retried=%v", status, retried, documented[status])
+		}
+	}
 }
