@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // cosmosDBTagParam is one parameter as the keda: tags declare it.
@@ -175,7 +176,7 @@ func TestCosmosDBDocsListTheRetriedStatusesExactly(t *testing.T) {
 		n, _ := strconv.Atoi(code[1])
 		documented[n] = true
 	}
-	env := newCosmosEnv(t, 1, cosmostest.DotNetV0)
+	env := newCosmosEnv(t, 1, lease.DotNetV0)
 	s := newCosmosDBTestScaler(t, cosmosDBScalerConfig(env.metadata(), cosmosDBKeyAuth(env.server)))
 	for _, status := range []int{400, 403, 404, 408, 409, 412, 429, 449, 500, 501, 502, 503, 504, 505} {
 		remove := env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: status, RetryAfter: time.Millisecond, Times: 1})
