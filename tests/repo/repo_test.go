@@ -158,3 +158,30 @@ func TestInTreePatchCarriesAKEDAReleaseNote(t *testing.T) {
 		t.Error("hack/intree.sh does not commit the patch with hack/intree-commit-message.txt")
 	}
 }
+
+// Both the reference page and the README have an "Upgrading from KEDA
+// v2.21.0" section naming every difference a user can see, and the README
+// links to the page's section.
+func TestUpgradingFromKEDA2210IsDocumented(t *testing.T) {
+	differences := []string{"100", "EPK", "Java v1", "never checkpointed", "throttl", "partial total", "trigger metadata", "metric name"}
+	for _, file := range []string{"docs/azure-cosmosdb.md", "README.md"} {
+		text := readRepoFile(t, file)
+		start := strings.Index(text, "Upgrading from KEDA v2.21.0\n")
+		if start < 0 {
+			t.Errorf("%s has no Upgrading from KEDA v2.21.0 section", file)
+			continue
+		}
+		section := text[start:]
+		if end := regexp.MustCompile(`\n#{2,3} `).FindStringIndex(section[1:]); end != nil {
+			section = section[:end[0]+1]
+		}
+		for _, d := range differences {
+			if !strings.Contains(section, d) {
+				t.Errorf("%s: the upgrade section does not mention %q", file, d)
+			}
+		}
+	}
+	if !strings.Contains(readRepoFile(t, "README.md"), "(docs/azure-cosmosdb.md#upgrading-from-keda-v2210)") {
+		t.Error("README.md does not link to the reference page's upgrade section")
+	}
+}
