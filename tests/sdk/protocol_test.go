@@ -44,14 +44,7 @@ var valueMayDiffer = map[string]string{
 // the server's request log that the scaler sends no protocol header the SDK
 // does not send, and the same values where both send one.
 func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed (.ci/run installs the suite's dependencies)")
-	}
-	jsDir, _ := filepath.Abs("js")
-	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "@azure", "cosmos")); err != nil {
-		t.Skip("js/node_modules is missing: run npm ci in tests/sdk/js (TestJavaScriptSDK does)")
-	}
+	node, jsDir := jsSuite(t)
 
 	srv := cosmostest.NewTLSServer(cosmostest.WithKey(accountKey))
 	defer srv.Close()

@@ -49,25 +49,49 @@ const (
 
 func TestJavaScriptSDK(t *testing.T) {
 	t.Parallel()
+	node, dir := jsSuite(t)
+	srv := startServer(t)
+	runSuite(t, "js", srv, exec.Command(node, filepath.Join(dir, "suite.mjs")), "NODE_EXTRA_CA_CERTS="+srv.caFile)
+}
+
+var (
+	jsInstall    sync.Once
+	jsInstallErr error
+)
+
+// jsSuite returns node and the js directory with the packages of its
+// lockfile installed: npm ci runs once when node_modules is missing, so a
+// fresh clone needs no step before go test. It skips only when node or npm
+// is not installed.
+func jsSuite(t *testing.T) (node, dir string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (.ci/run installs the suite's dependencies)")
 	}
-	dir, _ := filepath.Abs("js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@azure", "cosmos", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Skip("npm is not installed, and js/node_modules is missing")
-		}
+	dir, err = filepath.Abs("js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@azure", "cosmos", "package.json")); err == nil {
+		return node, dir
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed, and js/node_modules is missing")
+	}
+	jsInstall.Do(func() {
 		// The lockfile pins every package; npm ci installs exactly that.
 		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		install.Dir = dir
 		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+			jsInstallErr = fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
 		}
+	})
+	if jsInstallErr != nil {
+		t.Fatal(jsInstallErr)
 	}
-	srv := startServer(t)
-	runSuite(t, "js", srv, exec.Command(node, filepath.Join(dir, "suite.mjs")), "NODE_EXTRA_CA_CERTS="+srv.caFile)
+	return node, dir
 }
 
 func TestPythonSDK(t *testing.T) {
