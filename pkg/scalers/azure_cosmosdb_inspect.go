@@ -76,41 +76,15 @@ type AzureCosmosDBParameter struct {
 
 // AzureCosmosDBParameters lists the trigger's parameters in declaration order.
 func AzureCosmosDBParameters() []AzureCosmosDBParameter {
-	return parametersOf(reflect.TypeFor[azureCosmosDBMetadata](), false)
-}
-
-func parametersOf(t reflect.Type, accountParam bool) []AzureCosmosDBParameter {
+	accountParams := map[string]bool{}
+	for _, p := range cosmosDBParameters(reflect.TypeFor[account.Settings]()) {
+		accountParams[p.name] = true
+	}
 	var out []AzureCosmosDBParameter
-	for f := range t.Fields() {
-		tag, ok := f.Tag.Lookup("keda")
-		if !ok {
-			continue
-		}
-		names, order := tagValue(tag, "name"), tagValue(tag, "order")
-		if names == "" { // a nested struct of parameters, as KEDA's typed config reads it
-			out = append(out, parametersOf(f.Type, accountParam || f.Type == reflect.TypeFor[account.Settings]())...)
-			continue
-		}
-		for _, name := range strings.Split(names, ";") {
-			out = append(out, AzureCosmosDBParameter{
-				Name:    name,
-				Secret:  f.Type == reflect.TypeFor[account.Secret](),
-				Account: accountParam,
-				FromEnv: slices.Contains(strings.Split(order, ";"), string(scalersconfig.ResolvedEnv)),
-			})
-		}
+	for _, p := range cosmosDBParameters(reflect.TypeFor[azureCosmosDBMetadata]()) {
+		out = append(out, AzureCosmosDBParameter{Name: p.name, Secret: p.secret, Account: accountParams[p.name], FromEnv: p.fromEnv})
 	}
 	return out
-}
-
-// tagValue returns the value of key in a `keda:` tag ("name=x, order=a;b").
-func tagValue(tag, key string) string {
-	for part := range strings.SplitSeq(tag, ",") {
-		if k, v, ok := strings.Cut(part, "="); ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -163,7 +163,13 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 // force. Parameter names only: a value is never logged.
 func warnAboutTriggerMetadata(config *scalersconfig.ScalerConfig, logger logr.Logger) {
 	accepted, secret := map[string]bool{}, map[string]bool{}
-	cosmosDBMetadataKeys(reflect.TypeFor[azureCosmosDBMetadata](), accepted, secret)
+	for _, p := range cosmosDBParameters(reflect.TypeFor[azureCosmosDBMetadata]()) {
+		accepted[p.name] = p.fromMetadata
+		if p.fromEnv {
+			accepted[p.name+"FromEnv"] = true
+		}
+		secret[p.name] = p.secret
+	}
 	keys := slices.Sorted(maps.Keys(config.TriggerMetadata))
 	var plainSecrets []string
 	for _, key := range keys {
@@ -186,11 +192,19 @@ func warnAboutTriggerMetadata(config *scalersconfig.ScalerConfig, logger logr.Lo
 	}
 }
 
-// cosmosDBMetadataKeys reads the keda: tags of t as KEDA's typed config
-// does, nested structs included, and records the trigger metadata keys they
-// accept (name where trigger metadata is a source, nameFromEnv where the
-// environment is) and the names whose values are credentials (account.Secret).
-func cosmosDBMetadataKeys(t reflect.Type, accepted, secret map[string]bool) {
+// cosmosDBParameter is one trigger parameter as its keda: tag declares it.
+type cosmosDBParameter struct {
+	name string
+	// fromMetadata and fromEnv: trigger metadata, and the scale target's
+	// environment (as nameFromEnv), are among its sources.
+	fromMetadata, fromEnv bool
+	secret                bool // its value is a credential (account.Secret)
+}
+
+// cosmosDBParameters reads the keda: tags of t as KEDA's typed config does,
+// nested structs included, in declaration order.
+func cosmosDBParameters(t reflect.Type) []cosmosDBParameter {
+	var params []cosmosDBParameter
 	for field := range t.Fields() {
 		tag, ok := field.Tag.Lookup("keda")
 		if !ok {
@@ -214,19 +228,16 @@ func cosmosDBMetadataKeys(t reflect.Type, accepted, secret map[string]bool) {
 				nested = nested.Elem()
 			}
 			if nested.Kind() == reflect.Struct {
-				cosmosDBMetadataKeys(nested, accepted, secret)
+				params = append(params, cosmosDBParameters(nested)...)
 			}
 			continue
 		}
 		for _, name := range names {
-			name = strings.TrimSpace(name)
-			accepted[name] = fromMetadata
-			if fromEnv {
-				accepted[name+"FromEnv"] = true
-			}
-			secret[name] = field.Type == reflect.TypeFor[account.Secret]()
+			params = append(params, cosmosDBParameter{name: strings.TrimSpace(name), fromMetadata: fromMetadata, fromEnv: fromEnv,
+				secret: field.Type == reflect.TypeFor[account.Secret]()})
 		}
 	}
+	return params
 }
 
 // warnScalerUser logs a warning and, inside KEDA, records it as a Warning
