@@ -60,9 +60,10 @@ func formatSessionLSN(f SessionTokenForm, lsn int64) string {
 	}
 }
 
-// changeFeedReply serves GET …/docs with A-IM: Incremental feed for one
-// physical range (x-ms-documentdb-partitionkeyrangeid), optionally narrowed
-// to an EPK sub-range, or for one logical partition (partition key header).
+// changeFeedReply serves GET …/docs with A-IM: Incremental feed (or
+// Full-Fidelity Feed, allversions.go) for one physical range
+// (x-ms-documentdb-partitionkeyrangeid), optionally narrowed to an EPK
+// sub-range, or for one logical partition (partition key header).
 func (a *Account) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	pageSize, rep := maxItemCount(r)
 	if rep != nil {
@@ -111,6 +112,9 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 			return badRequest("the EPK range [%q, %q) is not within partition key range %s [%q, %q)", start, end, pr.id, pr.min, pr.max)
 		}
 		lo, hi = start, end
+	}
+	if isAllVersionsRead(r) {
+		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
 	inm := headerValue(r.Header, "If-None-Match")

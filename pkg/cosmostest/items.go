@@ -49,7 +49,8 @@ func (c *Container) Get(id string) (map[string]any, bool) {
 }
 
 // Delete removes the item; like every write it advances its range's LSN.
-// Deleted items do not appear in the (latest-version) change feed.
+// Deleted items do not appear in the latest-version change feed; the
+// all-versions-and-deletes feed shows the delete.
 func (c *Container) Delete(id string) bool {
 	a := c.db.acct
 	a.mu.Lock()
@@ -226,16 +227,26 @@ func (c *Container) writeLocked(doc map[string]any, mode writeMode) (map[string]
 	doc["_ts"] = float64(time.Now().Unix())
 	doc["_lsn"] = float64(r.lsn)
 	c.items[id] = &item{doc: doc, epk: epk, lsn: r.lsn}
+	ch := &change{op: opCreate, lsn: r.lsn, epk: epk, id: id, current: doc}
+	if exists {
+		ch.op, ch.previousLSN = opReplace, old.lsn
+	}
+	c.logChangeLocked(ch)
 	c.byID, c.byLSN, c.byRange = nil, nil, nil
 	return mustCopy(doc), nil
 }
 
-func (c *Container) deleteLocked(id string) bool {
+func (c *Container) deleteLocked(id string) bool { return c.removeLocked(id, false) }
+
+// removeLocked deletes an item; ttlExpired marks a removal by its time to live.
+func (c *Container) removeLocked(id string, ttlExpired bool) bool {
 	it, ok := c.items[id]
 	if !ok {
 		return false
 	}
-	c.rangeForEPKLocked(it.epk).lsn++
+	r := c.rangeForEPKLocked(it.epk)
+	r.lsn++
+	c.logChangeLocked(&change{op: opDelete, lsn: r.lsn, previousLSN: it.lsn, epk: it.epk, ttlExpired: ttlExpired, id: id, pk: getPath(it.doc, c.pkPath)})
 	delete(c.items, id)
 	c.byID, c.byLSN, c.byRange = nil, nil, nil
 	return true

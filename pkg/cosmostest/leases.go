@@ -34,6 +34,11 @@ type LeaseWriter struct {
 	Monitored   *Container // the data container
 	Leases      *Container // the lease container, partitioned by /id or /partitionKey
 	Format      lease.Format
+	// Mode is the processor's change feed mode, recorded as its library
+	// records it: .NET "Mode" ("Incremental Feed" / "Full-Fidelity Feed"),
+	// Java EPK state ("INCREMENTAL" / "FULL_FIDELITY", starting from NOW).
+	// lease.JavaV0 and lease.DotNetV2Library have no all-versions-and-deletes mode.
+	Mode lease.Mode
 }
 
 // NewLeaseWriter describes the leases of a processor of the given format.
@@ -99,7 +104,7 @@ func (p *LeaseWriter) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
 		if p.Format == lease.JavaV1 {
 			lower, upper := p.leaseRange(doc)
-			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn)
+			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn, p.Mode)
 		} else {
 			doc["ContinuationToken"] = quotedLSN(lsn)
 		}
@@ -228,10 +233,13 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 	if owner != "" {
 		ownerVal = owner
 	}
+	if p.Mode == lease.AllVersionsAndDeletes && (p.Format == lease.JavaV0 || p.Format == lease.DotNetV2Library) {
+		return fmt.Errorf("%v leases have no all-versions-and-deletes mode", p.Format)
+	}
 	var contVal any
 	if cont != nil {
 		if p.Format == lease.JavaV1 {
-			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont)
+			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont, p.Mode)
 		} else {
 			contVal = quotedLSN(*cont)
 		}
@@ -254,6 +262,9 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 		doc["FeedRange"] = dotNetRange
 		doc["properties"] = map[string]any{}
 		doc["Mode"] = "Incremental Feed"
+		if p.Mode == lease.AllVersionsAndDeletes {
+			doc["Mode"] = aimFullFidelity
+		}
 	case lease.JavaV0:
 		doc["LeaseToken"] = token
 	case lease.JavaV1:
@@ -355,10 +366,15 @@ type javaRange struct {
 	Max string `json:"max"`
 }
 
-func javaContinuationToken(collRID, min, max string, lsn int64) string {
+func javaContinuationToken(collRID, min, max string, lsn int64, mode lease.Mode) string {
 	r := javaRange{Min: min, Max: max}
+	javaMode, startFrom := "INCREMENTAL", "BEGINNING"
+	if mode == lease.AllVersionsAndDeletes {
+		// Java's all-versions-and-deletes processor can only start from now.
+		javaMode, startFrom = "FULL_FIDELITY", "NOW"
+	}
 	b, _ := json.Marshal(javaState{
-		V: 1, Rid: collRID, Mode: "INCREMENTAL", StartFrom: javaStartFrom{Type: "BEGINNING"},
+		V: 1, Rid: collRID, Mode: javaMode, StartFrom: javaStartFrom{Type: startFrom},
 		Continuation: javaContinuation{V: 1, Rid: collRID, Range: r,
 			Continuation: []javaCompositeItem{{Token: quotedLSN(lsn), Range: r}}},
 	})

@@ -110,7 +110,7 @@ func classify(r *http.Request, segs []string) RequestKind {
 			}
 			return KindCreate
 		case http.MethodGet:
-			if strings.EqualFold(headerValue(r.Header, hdrAIM), "Incremental feed") {
+			if isChangeFeedAIM(headerValue(r.Header, hdrAIM)) {
 				return KindChangeFeed
 			}
 			return KindReadFeed

@@ -46,6 +46,7 @@ type Container struct {
 	itemSeq  int64
 	genSeq   int64               // for generated item ids and partition key values
 	sparePKs map[string][]string // partition key values already known to hash into a range, by range id
+	changes  []*change           // the all-versions-and-deletes log, in write order (allversions.go)
 }
 
 // PartitionKeyRange is a physical partition key range as listed by

@@ -25,6 +25,12 @@ type cosmosEnv struct {
 
 func newCosmosEnv(t *testing.T, ranges int, format lease.Format) *cosmosEnv {
 	t.Helper()
+	return newCosmosEnvInMode(t, ranges, format, lease.LatestVersion)
+}
+
+// newCosmosEnvInMode is newCosmosEnv for a processor reading in mode.
+func newCosmosEnvInMode(t *testing.T, ranges int, format lease.Format, mode lease.Mode) *cosmosEnv {
+	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
@@ -34,6 +40,7 @@ func newCosmosEnv(t *testing.T, ranges int, format lease.Format) *cosmosEnv {
 		leases:    db.CreateContainer("leases", "/id", 1),
 	}
 	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, format)
+	env.processor.Mode = mode
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatalf("create leases: %v", err)

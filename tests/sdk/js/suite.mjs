@@ -10,7 +10,7 @@
 // of the service's (none for this SDK so far). To add a case, add an entry
 // to `cases`; a case throws to fail.
 
-import { CosmosClient, ChangeFeedStartFrom, PluginOn, StatusCodes } from "@azure/cosmos";
+import { CosmosClient, ChangeFeedMode, ChangeFeedStartFrom, PluginOn, StatusCodes } from "@azure/cosmos";
 import { createRequire } from "node:module";
 import assert from "node:assert/strict";
 
@@ -424,6 +424,76 @@ const cases = [
         c.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(first.continuationToken) }),
       );
       assert.deepEqual(ids(resumed.items), ["t0", "t1", "t2", "t3", "t4", "t5"]);
+    },
+  ],
+  [
+    "changefeed/all-versions-and-deletes",
+    async () => {
+      const c = await newContainer(1);
+      const it = c.container.items.getChangeFeedIterator({
+        changeFeedStartFrom: ChangeFeedStartFrom.Now(),
+        changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+      });
+      assert.deepEqual((await drain(it)).items, [], "a feed started now returns nothing written before");
+      await c.container.items.create({ id: "a", pk: "p", v: 1 });
+      await c.container.item("a", "p").replace({ id: "a", pk: "p", v: 2 });
+      await c.container.item("a", "p").delete();
+      await c.container.items.create({ id: "b", pk: "p", v: 1 });
+      const { items } = await drain(it);
+      assert.deepEqual(
+        items.map((ch) => ch.metadata.operationType),
+        ["create", "replace", "delete", "create"],
+        "every version and the delete, in order",
+      );
+      const lsns = items.map((ch) => ch.metadata.lsn);
+      assert.ok(lsns.every((n, i) => Number.isInteger(n) && (i === 0 || n > lsns[i - 1])), `LSNs ascend: ${lsns}`);
+      assert.ok(items.every((ch) => typeof ch.metadata.crts === "number" && ch.metadata.crts > 0), "crts on every change");
+      assert.equal(items[1].current.v, 2);
+      assert.equal(items[1].metadata.previousImageLSN, lsns[0]);
+      assert.deepEqual(items[2].current, {}, "a delete has no current item");
+      assert.equal(items[2].metadata.id, "a");
+      assert.deepEqual(items[2].metadata.partitionKey, { pk: "p" });
+      assert.equal(items[2].metadata.timeToLiveExpired, false);
+      const req = sent.filter((r) => r.method === "GET" && r.path.endsWith("/docs")).at(-1);
+      assert.equal(req.headers["A-IM"] ?? req.headers["a-im"], "Full-Fidelity Feed");
+      assert.equal(req.headers["x-ms-cosmos-changefeed-wire-format-version"], "2021-09-15");
+    },
+  ],
+  [
+    "changefeed/all-versions-resume-from-continuation",
+    async () => {
+      const c = await newContainer(2);
+      const pks = await pkPerRange(c);
+      const opts = (from) => ({ changeFeedStartFrom: from, changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes });
+      const first = await drain(c.container.items.getChangeFeedIterator(opts(ChangeFeedStartFrom.Now())));
+      for (const [i, pk] of pks.entries()) await c.container.items.create({ id: `d${i}`, pk });
+      for (const [i, pk] of pks.entries()) await c.container.item(`d${i}`, pk).delete();
+      const resumed = await drain(c.container.items.getChangeFeedIterator(opts(ChangeFeedStartFrom.Continuation(first.continuationToken))));
+      const ops = resumed.items.map((ch) => `${ch.metadata.operationType}:${ch.current.id ?? ch.metadata.id}`).sort();
+      assert.deepEqual(ops, ["create:d0", "create:d1", "delete:d0", "delete:d1"]);
+    },
+  ],
+  [
+    "changefeed/all-versions-from-beginning-is-400",
+    async () => {
+      const c = await newContainer(1);
+      await c.container.items.create({ id: "x", pk: "p" });
+      const it = c.container.items.getChangeFeedIterator({
+        changeFeedStartFrom: ChangeFeedStartFrom.Beginning(),
+        changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+      });
+      await expectStatus(it.readNext(), 400, "all versions and deletes from the beginning");
+    },
+  ],
+  [
+    "changefeed/all-versions-from-point-in-time-is-400",
+    async () => {
+      const c = await newContainer(1);
+      const it = c.container.items.getChangeFeedIterator({
+        changeFeedStartFrom: ChangeFeedStartFrom.Time(new Date(Date.now() - 60000)),
+        changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+      });
+      await expectStatus(it.readNext(), 400, "all versions and deletes from a point in time");
     },
   ],
   [
