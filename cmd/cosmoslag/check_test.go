@@ -64,10 +64,10 @@ func TestCheckEmulatorTable(t *testing.T) {
 	t.Log("\n" + stdout)
 	for _, re := range []string{
 		`(?m)^ScaledObject\s+shop/order-projector, trigger 1 \(orders\) \[embedded server\]$`,
-		`(?m)^LEASE\s+FORMAT\s+OWNER\s+CONTINUATION\s+LAG$`,
-		`(?m)^0\s+dotnet-v0\s+order-projector-1\s+"10"\s+120$`,
-		`(?m)^1\s+dotnet-v0\s+order-projector-2\s+"10"\s+0$`,
-		`(?m)^2\s+dotnet-v0\s+-\s+"10"\s+35$`,
+		`(?m)^LEASE\s+FORMAT\s+MODE\s+OWNER\s+CONTINUATION\s+LAG$`,
+		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+order-projector-1\s+"10"\s+120$`,
+		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+order-projector-2\s+"10"\s+0$`,
+		`(?m)^2\s+dotnet-v0\s+LatestVersion\s+-\s+"10"\s+35$`,
 		`(?m)^Total lag\s+155 over 3 lease\(s\)$`,
 		`(?m)^Active partitions\s+2$`,
 		`(?m)^Metric\s+100 = min\(total lag 155, 2 active partition\(s\) × 50\)$`,
@@ -96,7 +96,7 @@ func TestCheckEmulatorJSON(t *testing.T) {
 	if r.TotalLag != 155 || r.ActivePartitions != 2 || r.Metric != 100 || !r.Active || r.Threshold != 50 || r.Activation != 0 {
 		t.Errorf("totals: %+v", r)
 	}
-	if len(r.Leases) != 3 || r.Leases[0].Lag != 120 || r.Leases[1].Lag != 0 || r.Leases[2].Lag != 35 || r.Leases[0].Owner != "order-projector-1" {
+	if len(r.Leases) != 3 || r.Leases[0].Lag != 120 || r.Leases[1].Lag != 0 || r.Leases[2].Lag != 35 || r.Leases[0].Owner != "order-projector-1" || r.Leases[0].Mode != "LatestVersion" {
 		t.Errorf("leases: %+v", r.Leases)
 	}
 	if r.Replicas == nil || r.Replicas.Current != 3 || r.Replicas.Desired != 2 || r.Replicas.Max != 8 {
@@ -148,8 +148,8 @@ func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
 	}
 	t.Log("\n" + stdout)
 	for _, re := range []string{
-		`(?m)^0\s+dotnet-v0\s+host-a\s+"0"\s+7$`,
-		`(?m)^1\s+dotnet-v0\s+-\s+"0"\s+stale parent$`,
+		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+host-a\s+"0"\s+7$`,
+		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+-\s+"0"\s+stale parent$`,
 		`(?m)^Total lag\s+7 over 2 lease\(s\), 1 stale parent`,
 		`(?m)^Active partitions\s+1$`,
 		`(?m)^Metric\s+7 = `,
@@ -313,7 +313,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	// EPK tokens are "min-max"; the decoder takes the LSN out of Java's
 	// Base64 continuation state.
 	for i, lag := range []string{"0", "9"} {
-		re := `(?m)^` + regexp.QuoteMeta(tokens[i]) + `\s+java-v1\s+-\s+"0"\s+` + lag + `$`
+		re := `(?m)^` + regexp.QuoteMeta(tokens[i]) + `\s+java-v1\s+LatestVersion\s+-\s+"0"\s+` + lag + `$`
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("no row for lease %s with lag %s", tokens[i], lag)
 		}
@@ -326,5 +326,36 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	}
 	if len(r.Leases) != 2 || r.Leases[1].Token != tokens[1] || r.Leases[1].Lag != 9 || r.TotalLag != 9 {
 		t.Errorf("json: %+v", r)
+	}
+}
+
+// check shows the mode each lease is read in; an all-versions-and-deletes
+// processor's pending deletes are its lag.
+func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
+	srv := cosmostest.NewServer()
+	defer srv.Close()
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 1)
+	leases := db.CreateContainer("leases", "/id", 1)
+	if _, err := data.Upsert(map[string]any{"id": "o1", "pk": "p"}); err != nil {
+		t.Fatal(err)
+	}
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.DotNetV0)
+	proc.Mode = lease.AllVersionsAndDeletes
+	if _, err := proc.CreateLeases(true); err != nil {
+		t.Fatal(err)
+	}
+	data.Delete("o1")
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	t.Setenv("connectionString", srv.ConnectionString())
+
+	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if re := `(?m)^0\s+dotnet-v0\s+AllVersionsAndDeletes\s+-\s+"1"\s+1$`; !regexp.MustCompile(re).MatchString(stdout) {
+		t.Errorf("output does not match %s:\n%s", re, stdout)
 	}
 }

@@ -46,6 +46,7 @@ type checkReport struct {
 type leaseRow struct {
 	Token        string `json:"token"`
 	Format       string `json:"format"`
+	Mode         string `json:"mode"` // the change feed mode the lease is read in
 	Owner        string `json:"owner"`
 	Continuation string `json:"continuation"`
 	Lag          int64  `json:"lag"`
@@ -57,7 +58,7 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		r.Leases = append(r.Leases, leaseRow{
-			Token: l.Token, Format: string(l.Format), Owner: l.Owner, Continuation: l.Continuation,
+			Token: l.Token, Format: string(l.Format), Mode: l.Mode.String(), Owner: l.Owner, Continuation: l.Continuation,
 			Lag: l.Lag, StaleParent: l.StaleParent,
 		})
 	}
@@ -105,13 +106,13 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LEASE\tFORMAT\tOWNER\tCONTINUATION\tLAG")
+		fmt.Fprintln(tw, "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG")
 		for _, l := range r.Leases {
 			lagText := fmt.Sprint(l.Lag)
 			if l.StaleParent {
 				lagText = "stale parent"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

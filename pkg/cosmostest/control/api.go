@@ -66,6 +66,10 @@ type CreateLeasesRequest struct {
 	Format        string `json:"format,omitempty"`
 	StartFromNow  bool   `json:"startFromNow,omitempty"`
 	AccountHost   string `json:"accountHost,omitempty"`
+	// Mode is the processor's change feed mode, LatestVersion (the default)
+	// or AllVersionsAndDeletes (dotnet-v0, dotnet-v1 and java-v1 only),
+	// case-insensitive.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Leases is the answer to CreateLeasesRequest. Format is the older name

@@ -142,6 +142,10 @@ func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	mode, err := parseMode(req.Mode, format)
+	if err != nil {
+		return 0, nil, err
+	}
 	if req.Database == req.LeaseDatabase && req.Monitored == req.Leases {
 		return 0, nil, badRequest("leases must name another container than monitored (%s/%s)", req.Database, req.Monitored)
 	}
@@ -157,6 +161,7 @@ func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	w := cosmostest.NewLeaseWriter(req.Name, monitored, leases, format)
+	w.Mode = mode
 	if req.AccountHost != "" {
 		w.AccountHost = req.AccountHost
 	}
@@ -273,6 +278,18 @@ func parseFormat(s string) (lease.Format, error) {
 		names[i], formats[i] = f.name, string(f.format)
 	}
 	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), s)
+}
+
+func parseMode(s string, f lease.Format) (lease.Mode, error) {
+	switch {
+	case s == "" || strings.EqualFold(s, lease.LatestVersion.String()):
+		return lease.LatestVersion, nil
+	case !strings.EqualFold(s, lease.AllVersionsAndDeletes.String()):
+		return 0, badRequest("mode must be %s or %s, got %q", lease.LatestVersion, lease.AllVersionsAndDeletes, s)
+	case f == lease.JavaV0 || f == lease.DotNetV2Library:
+		return 0, badRequest("%s leases have no %s mode", formatName(f), lease.AllVersionsAndDeletes)
+	}
+	return lease.AllVersionsAndDeletes, nil
 }
 
 func formatName(f lease.Format) string {

@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -108,5 +109,33 @@ func TestControlSeesContainersOfTheAccount(t *testing.T) {
 	split, err := c.Split(context.Background(), "db", "direct", "1")
 	if err != nil || split.Left.Parents[0] != "1" {
 		t.Errorf("split %+v, %v", split, err)
+	}
+}
+
+// A processor's mode is written into its leases as its library writes it;
+// a format without an all-versions-and-deletes mode, or an unknown mode, is 400.
+func TestLeasesCarryTheProcessorsMode(t *testing.T) {
+	c, srv := newControl(t)
+	setUp(t, c, 1)
+	ctx := context.Background()
+	got, err := c.CreateLeases(ctx, control.CreateLeasesRequest{
+		Name: "audit", Database: "db", Monitored: "items", Leases: "leases", Format: "dotnet-v0", Mode: "allversionsanddeletes", StartFromNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, _ := srv.Container("db", "leases")
+	doc, _ := leases.Get(got.Leases[0].ID)
+	raw, _ := json.Marshal(doc)
+	if l, err := lease.Decode(raw); err != nil || l.Mode != lease.AllVersionsAndDeletes {
+		t.Fatalf("lease %s decodes to %+v, %v; want an all-versions-and-deletes lease", raw, l, err)
+	}
+	for _, req := range []control.CreateLeasesRequest{
+		{Name: "a", Database: "db", Monitored: "items", Leases: "leases", Format: "java-v0", Mode: "AllVersionsAndDeletes"},
+		{Name: "b", Database: "db", Monitored: "items", Leases: "leases", Mode: "Everything"},
+	} {
+		var apiErr *control.Error
+		if _, err := c.CreateLeases(ctx, req); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "mode") {
+			t.Errorf("%+v: %v, want 400 naming the mode", req, err)
+		}
 	}
 }
