@@ -89,7 +89,7 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 			continue
 		}
 		lsn := w.data.LSN(l.token)
-		changes, err := w.feed.Read(ctx, lease.Lease{Token: l.token, Continuation: strconv.Quote(strconv.FormatInt(l.checkpoint, 10))}, n)
+		changes, err := w.feed.Read(ctx, lease.Lease{Token: l.token, Continuation: strconv.Quote(strconv.FormatInt(l.checkpoint, 10)), Mode: w.cfg.mode()}, n)
 		if err != nil {
 			return nil, err
 		}

@@ -52,6 +52,7 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.DurationVar(&o.cooldown, "cooldown", 3*time.Second, "ScaledObject cooldownPeriod before scaling back to 0")
 	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
+	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
 
@@ -172,8 +173,8 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 
 	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown}
 	steps := int(o.sim.Duration / o.sim.Interval)
-	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, seed %d\n",
-		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, o.sim.Seed)
+	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, seed %d, %s processor\n",
+		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, o.sim.Seed, o.sim.mode())
 	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), demoProcessor, metricName)
 	printPollHeader(out)
 

@@ -186,3 +186,26 @@ func TestDemoBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// With --all-versions-and-deletes the processor's leases record that mode,
+// the workload deletes items too, and the scaler counts the deletes: the
+// processor drains every change it was given and the backlog ends at zero.
+func TestDemoAllVersionsAndDeletes(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "demo", "--all-versions-and-deletes", "--duration", "3s", "--interval", "200ms", "--threshold", "20")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	if !strings.Contains(stdout, "AllVersionsAndDeletes processor") {
+		t.Error("the header does not name the processor's mode")
+	}
+	rows := parseDemoRows(t, stdout)
+	var peakLag int64
+	for _, r := range rows {
+		peakLag = max(peakLag, r.lag)
+	}
+	m := regexp.MustCompile(`items written\s+(\d+); processed (\d+); backlog left (\d+)`).FindStringSubmatch(stdout)
+	if len(m) != 4 || m[1] != m[2] || m[3] != "0" || peakLag == 0 || rows[len(rows)-1].lag != 0 {
+		t.Errorf("summary %q, peak lag %d, last lag %d; want every change (deletes included) processed and the lag back at 0", m, peakLag, rows[len(rows)-1].lag)
+	}
+}

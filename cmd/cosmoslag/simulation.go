@@ -56,6 +56,17 @@ type simConfig struct {
 	Duration   time.Duration
 	Interval   time.Duration
 	Seed       uint64
+	// AllVersionsAndDeletes runs an all-versions-and-deletes processor, and
+	// a fifth of the writes delete earlier items instead of inserting.
+	AllVersionsAndDeletes bool
+}
+
+// mode is the simulated processor's change feed mode.
+func (c simConfig) mode() lease.Mode {
+	if c.AllVersionsAndDeletes {
+		return lease.AllVersionsAndDeletes
+	}
+	return lease.LatestVersion
 }
 
 type world struct {
@@ -103,6 +114,7 @@ func newWorld(cfg simConfig) (*world, error) {
 	}
 
 	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
+	w.leaseWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
 		w.close()
@@ -188,6 +200,11 @@ func (w *world) write(ph phase) error {
 	if n == 0 {
 		return nil
 	}
+	deletes := 0
+	if w.cfg.AllVersionsAndDeletes {
+		deletes = n / 5
+		n -= deletes
+	}
 	hot := int(math.Round(float64(n) * ph.hotShare))
 	if hot > 0 {
 		if err := w.data.WriteItems(demoHotKey, hot); err != nil {
@@ -207,6 +224,25 @@ func (w *world) write(ph phase) error {
 		}
 	}
 	w.Written += int64(n)
+	return w.deleteSome(deletes)
+}
+
+// deleteSome deletes up to n random items. Only an all-versions-and-deletes
+// processor sees deletes, so only its runs delete: each is a change to process.
+func (w *world) deleteSome(n int) error {
+	if n == 0 {
+		return nil
+	}
+	items := w.data.Items()
+	for range min(n, len(items)) {
+		i := w.rng.IntN(len(items))
+		id, _ := items[i]["id"].(string)
+		items[i] = items[len(items)-1]
+		items = items[:len(items)-1]
+		if w.data.Delete(id) {
+			w.Written++
+		}
+	}
 	return nil
 }
 
