@@ -61,6 +61,16 @@
 //     document's _lsn and x-ms-session-token = "{range}:{form of the range's
 //     LSN}" in the simple, versioned ("-1#") or vector form
 //     (SetSessionTokenForm); 304 echoes the request's etag.
+//   - All versions and deletes (A-IM: Full-Fidelity Feed, with
+//     x-ms-cosmos-changefeed-wire-format-version: 2021-09-15, else 400): every
+//     create, replace, delete and TTL expiry (Container.ExpireItem; no TTL
+//     clock) since the continuation, in LSN order, each as {"current",
+//     "metadata": {lsn, crts, operationType, previousImageLSN,
+//     timeToLiveExpired, and id and partitionKey on deletes}}; no "previous"
+//     images. "*" starts now; no If-None-Match (the beginning) or
+//     If-Modified-Since (a point in time) is 400, as by the service. Ranges,
+//     EPK sub-ranges, paging, 304 and 410 as for latest version. A container
+//     keeps its last 100,000 changes (its retention).
 //   - Queries: the SQL subset of package internal/cosmossql, "SELECT
 //     [TOP n] {* | VALUE <expr> | <expr> [AS name], …} FROM <container>
 //     [[AS] alias] [WHERE <expr>] [ORDER BY <path> [ASC|DESC]]" with
@@ -95,7 +105,8 @@
 //   - Leases: LeaseWriter writes lease documents exactly as the .NET v3
 //     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library
 //     processors do, in the formats of package lease (the scaler's decoder),
-//     with their id layouts and .info / .lock documents, and moves
+//     with their id layouts, .info / .lock documents and recorded change feed
+//     mode (LeaseWriter.Mode), and moves
 //     checkpoints, owners and split leases.
 //   - Entra ID: package entraidtest is an HTTPS OAuth2 authority whose
 //     Verifier plugs into WithTokenVerifier; its connectproxy serves it
@@ -112,15 +123,15 @@
 //   - Item ids are unique per container, not per logical partition.
 //   - No multi-region replication (the vector session token is synthetic),
 //     no consistency levels, no throughput or real request-charge accounting
-//     (charges are plausible constants), no TTL expiry, no indexing, no
+//     (charges are plausible constants), no TTL clock, no indexing, no
 //     stored procedures, triggers, users, permissions, offers, batches or
 //     patch. Databases and containers can be created and listed over REST
 //     (and created through Go calls), not replaced or deleted. Request session
 //     tokens and consistency levels are accepted and ignored: every read sees
 //     the latest write. A query plan always covers the whole key space (its
-//     queryRanges are not narrowed by a partition key filter). The change
-//     feed has no "all versions and deletes" mode and
-//     no start-time (If-Modified-Since) reads; A-IM reads of pkranges return
+//     queryRanges are not narrowed by a partition key filter). The
+//     latest-version change feed has no start-time (If-Modified-Since)
+//     reads; A-IM reads of pkranges return
 //     the full set, not a delta.
 //   - Every loopback server's Host is "127.0.0.1", so processors of two servers write
 //     the same host into lease ids (the port is not part of them, as with
