@@ -101,7 +101,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 	case inm == "":
 		return badRequest("the all versions and deletes change feed cannot start from the beginning: start from now (If-None-Match: *) or from a continuation")
 	case inm == "*":
-		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr))
+		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr), pr.lsn)
 	}
 	after, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 	if err != nil || after < 0 {
@@ -115,7 +115,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 		}
 	}
 	if len(pending) == 0 {
-		return notModified(inm, a.sessionTokenLocked(pr))
+		return notModified(inm, a.sessionTokenLocked(pr), pr.lsn)
 	}
 	// The log is in write order; after a merge the parents' LSN sequences
 	// interleave, and a page is in LSN order.
@@ -131,6 +131,8 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 	out.set(hdrETag, quotedLSN(pending[len(pending)-1].lsn))
 	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
 	out.set(hdrItemCount, strconv.Itoa(len(docs)))
+	out.set(hdrLSN, strconv.FormatInt(pr.lsn, 10))
+	setContentPaths(out, c)
 	return out
 }
 
