@@ -34,6 +34,8 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
 )
 
 const (
@@ -61,6 +63,7 @@ func main() {
 }
 
 type config struct {
+	version         bool
 	address         string
 	healthAddress   string
 	tls             tlsFiles
@@ -76,6 +79,7 @@ type config struct {
 
 func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("cosmosdb-external-scaler", flag.ContinueOnError)
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.StringVar(&c.address, "address", ":6000", "gRPC listen address")
 	fs.StringVar(&c.healthAddress, "health-address", "", "extra plain-text listener serving the gRPC health service (kubelet probes, also when TLS is on) and Prometheus metrics at /metrics (empty: none)")
 	fs.StringVar(&c.tls.cert, "tls-cert", "", "server certificate (PEM); with --tls-key turns TLS on; reloaded when the file changes")
@@ -123,6 +127,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, setupLogg
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", account.Excerpt(fs.Arg(0)))
 		return exitBadArgs
+	}
+	if c.version {
+		fmt.Fprintln(stdout, "cosmosdb-external-scaler", version.String())
+		return exitOK
 	}
 	log, err := newLogger(stderr, c.logLevel, c.logFormat)
 	if err == nil {

@@ -170,3 +170,12 @@ func TestCommandServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("the logs contain the account key:\n%s", all)
 	}
 }
+
+// --version prints the command name and the Go version it was built with.
+func TestVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--version"}, &stdout, &stderr, nil)
+	if code != exitOK || !strings.HasPrefix(stdout.String(), "cosmosdb-external-scaler ") || !strings.Contains(stdout.String(), "go1.") {
+		t.Errorf("--version: code %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}

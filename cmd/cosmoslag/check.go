@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
 type checkOptions struct {
@@ -54,6 +56,9 @@ key in this order: --set, --env-file, the process environment.
   env {parameter, name}, and trigger ...FromEnv: NAME: the value of NAME
 Keys, connection strings and client secrets are never printed.
 
+Each Cosmos DB request try is bounded as in KEDA's operator: by
+KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
+
 Exit status: 0 estimate done, 1 estimate failed (the error is printed with
 secrets redacted), 2 invalid flags, files or trigger configuration.
 
@@ -81,6 +86,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitBadArgs
 	}
 	switch {
+	case o.set.malformed > 0:
+		return bad("--set expects key=value; %d argument(s) had no key= (not shown: they may be secrets)", o.set.malformed)
 	case o.file == "":
 		return bad("-f scaledobject.yaml is required (see --help)")
 	case o.output != "table" && o.output != "json":
@@ -108,6 +115,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return bad("%s", values.secrets.Redact(err.Error()))
 	}
+	// As KEDA's operator does: each request try is bounded by
+	// KEDA_HTTP_DEFAULT_TIMEOUT milliseconds, 3000 unless set.
+	timeoutMS, err := kedautil.ResolveOsEnvInt("KEDA_HTTP_DEFAULT_TIMEOUT", 3000)
+	if err != nil || timeoutMS <= 0 {
+		return bad("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", account.Excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
+	}
+	setup.config.GlobalHTTPTimeout = time.Duration(timeoutMS) * time.Millisecond
 	for _, n := range setup.notes {
 		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", n)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -77,8 +78,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitBadArgs
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) > 1 { // cosmoslag help demo: that command's --help
+			for _, c := range commands {
+				if c.name == args[1] {
+					return c.run(ctx, []string{"--help"}, stdout, stderr)
+				}
+			}
+			fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", account.Excerpt(args[1]))
+			usage(stderr)
+			return exitBadArgs
+		}
 		usage(stdout)
+		return exitOK
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, "cosmoslag", version.String())
 		return exitOK
 	}
 	for _, c := range commands {
@@ -102,7 +119,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "cosmoslag <command> --help" for the flags of a command.`)
+	fmt.Fprintln(w, `Run "cosmoslag <command> --help" or "cosmoslag help <command>" for the flags of a command,`)
+	fmt.Fprintln(w, `"cosmoslag --version" for the version.`)
 }
 
 // parseFlags parses a subcommand's flags. --help prints usage on stdout

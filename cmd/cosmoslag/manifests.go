@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -145,14 +144,21 @@ func (l *localValues) readEnvFile(path string) error {
 }
 
 // keyValueFlag collects repeated key=value flags.
-type keyValueFlag struct{ values map[string]string }
+type keyValueFlag struct {
+	values map[string]string
+	// malformed counts arguments without "key=": they are reported after
+	// parsing, because the flag package quotes a rejected argument in its
+	// error and the argument may be a secret.
+	malformed int
+}
 
 func (f *keyValueFlag) String() string { return "" }
 
 func (f *keyValueFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || strings.TrimSpace(k) == "" {
-		return errors.New("expected key=value") // the argument may be a secret: not echoed
+		f.malformed++
+		return nil
 	}
 	f.values[strings.TrimSpace(k)] = v
 	return nil

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// cosmoslag help <command> shows that command's help; an unknown one is
+// named and refused.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"demo", "check", "serve"} {
+		code, stdout, _ := runCmd(t, "help", cmd)
+		_, want, _ := runCmd(t, cmd, "--help")
+		if code != exitOK || stdout != want || !strings.Contains(stdout, "Usage: cosmoslag "+cmd) {
+			t.Errorf("help %s: code %d, stdout %.80q, want %s --help's", cmd, code, stdout, cmd)
+		}
+	}
+	if code, _, stderr := runCmd(t, "help", "dmeo"); code != exitBadArgs || !strings.Contains(stderr, `unknown command "dmeo"`) {
+		t.Errorf("help dmeo: code %d, stderr %q", code, stderr)
+	}
+}
+
+// --version prints the command name and the Go version it was built with.
+func TestVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "version"} {
+		code, stdout, _ := runCmd(t, flag)
+		if code != exitOK || !strings.HasPrefix(stdout, "cosmoslag ") || !strings.Contains(stdout, "go1.") {
+			t.Errorf("%s: code %d, stdout %q", flag, code, stdout)
+		}
+	}
+}
+
+// A --set argument without key= may be a secret pasted alone: the error
+// names the flag but never echoes the argument.
+func TestCheckSetWithoutEqualsNeverEchoesTheValue(t *testing.T) {
+	const secret = "AccountKeyLooking-SECRET-0123456789abcdef"
+	code, stdout, stderr := runCmd(t, "check", "-f", "so.yaml", "--set", secret)
+	if code != exitBadArgs || !strings.Contains(stderr, "--set") || !strings.Contains(stderr, "key=value") {
+		t.Errorf("code %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, secret) || strings.Contains(stdout+stderr, "SECRET") {
+		t.Fatalf("the --set argument was echoed: %q %q", stdout, stderr)
+	}
+}
+
+// check bounds each request as KEDA's operator does, by
+// KEDA_HTTP_DEFAULT_TIMEOUT (milliseconds, 3000 by default), says so, and
+// names the variable when it is not a positive number.
+func TestCheckUsesKEDAsHTTPTimeoutVariable(t *testing.T) {
+	_, help, _ := runCmd(t, "check", "--help")
+	if !strings.Contains(help, "KEDA_HTTP_DEFAULT_TIMEOUT") || !strings.Contains(help, "3000") {
+		t.Errorf("check --help does not describe the per-request timeout:\n%s", help)
+	}
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: orders}
+spec:
+  scaleTargetRef: {name: orders}
+  triggers:
+    - type: azure-cosmosdb
+      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p}
+`)
+	for _, value := range []string{"abc", "0", "-5"} {
+		t.Setenv("KEDA_HTTP_DEFAULT_TIMEOUT", value)
+		code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
+		if code != exitBadArgs || !strings.Contains(stderr, "KEDA_HTTP_DEFAULT_TIMEOUT") {
+			t.Errorf("KEDA_HTTP_DEFAULT_TIMEOUT=%s: code %d, stderr %q", value, code, stderr)
+		}
+	}
+}
