@@ -265,7 +265,7 @@ func TestCheckBadArguments(t *testing.T) {
 		{[]string{"-f", so, "--trigger", "0", "--emulator"}, `--trigger "0"`},
 		{[]string{"-f", badThreshold, "--auth", ta, "--set", "connectionString=" + secretValue}, "changeFeedLagThreshold must be greater than 0"},
 		{[]string{"-f", so, "--env-file", badEnv}, "expected KEY=VALUE"},
-		{[]string{"-f", so, "--set", "novalue"}, "expected key=value"},
+		{[]string{"-f", so, "--set", "novalue"}, "--set expects key=value"},
 		{[]string{"-f", so, "--current-replicas", "-1"}, "--current-replicas"},
 		{[]string{"-f", so, "--no-such-flag"}, "flag provided but not defined"},
 	} {
