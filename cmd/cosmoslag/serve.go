@@ -33,7 +33,13 @@ type serveOptions struct {
 	key         string
 	account     string
 	caFile      string
+	certFile    string
+	keyFile     string
 }
+
+// keptCertificateValidity is how long a certificate serve writes to
+// --cert-file stays valid: long enough for a test environment's life.
+const keptCertificateValidity = 365 * 24 * time.Hour
 
 func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag serve", flag.ContinueOnError)
@@ -42,6 +48,8 @@ func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.key, "key", "", "base64 account key (default: the Cosmos DB Emulator's published well-known key)")
 	fs.StringVar(&o.account, "account", "localaccount", "account name reported by GET /")
 	fs.StringVar(&o.caFile, "ca-file", "", "write the endpoint's self-signed certificate (PEM, mode 0644) to this file,\nfor clients to trust (e.g. SSL_CERT_FILE)")
+	fs.StringVar(&o.certFile, "cert-file", "", "serve this certificate (PEM) instead of a fresh one, with --key-file; when neither\nfile exists, a self-signed certificate valid for a year is written to both on\nfirst start, so a restarted server is trusted by the same clients")
+	fs.StringVar(&o.keyFile, "key-file", "", "private key (PEM, written with mode 0600) of --cert-file")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag serve [flags]
 
@@ -53,6 +61,10 @@ other processes (a KEDA operator in a cluster, a change feed processor):
     "localhost" and the --addr host (--ca-file writes it out). Bind the
     address the clients use: it is the endpoint URL's host, and the host
     processors write into lease ids. Clients sign requests with --key.
+    With --cert-file and --key-file the server keeps its identity: it
+    serves the certificate in those files, or on first start writes a new
+    one (valid for a year) there, so clients that trusted it still do
+    after a restart on the same address.
   - a control API on --control-addr, plain HTTP, for what only the service
     itself does: creating databases and containers, splitting partitions,
     writing a processor's first leases, and finding a partition key value
@@ -64,8 +76,8 @@ When both listen, one line each goes to stdout:
   control api http://127.0.0.1:8082
 Every control request is logged to stderr (method, path, status). SIGINT or
 SIGTERM stops both servers; the exit status is then 0. It is 1 when a
-listener cannot be opened or the certificate file cannot be written, 2 for
-invalid flags. The key is never printed.
+listener cannot be opened or a certificate file cannot be read or written,
+2 for invalid flags. The key is never printed.
 
 Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
 409 or 500):
@@ -96,6 +108,7 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
 
 Example:
   cosmoslag serve --addr 10.244.0.20:8081 --control-addr 10.244.0.20:8082 --ca-file /tmp/cosmos-ca.pem
+  cosmoslag serve --cert-file /var/lib/cosmos/cert.pem --key-file /var/lib/cosmos/key.pem --ca-file /tmp/cosmos-ca.pem
 
 Flags:
 `)
@@ -128,6 +141,9 @@ func (o *serveOptions) validate() error {
 	if o.account == "" {
 		errs = append(errs, errors.New("--account must not be empty"))
 	}
+	if (o.certFile == "") != (o.keyFile == "") {
+		errs = append(errs, errors.New("--cert-file and --key-file go together: set both or neither"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,13 +166,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // serve runs both listeners until ctx ends.
 func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
-	srv, err := cosmostest.NewTLS(
+	opts := []cosmostest.Option{
 		cosmostest.WithAddress(o.addr),
 		cosmostest.WithKey(o.key),
 		cosmostest.WithAccountName(o.account),
 		// A standalone server runs for hours; nothing reads its request log.
 		cosmostest.WithRequestLogLimit(1000),
-	)
+	}
+	if o.certFile != "" {
+		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(logw, "cosmoslag serve: wrote a new certificate to %s and its key to %s\n", o.certFile, o.keyFile)
+		}
+		opts = append(opts, cosmostest.WithCertificate(cert))
+	}
+	srv, err := cosmostest.NewTLS(opts...)
 	if err != nil {
 		return fmt.Errorf("Cosmos DB endpoint: %w", err)
 	}

@@ -12,8 +12,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/testcert"
 )
 
 // Server is one Cosmos DB account served over HTTP or HTTPS by a
@@ -37,6 +35,7 @@ type config struct {
 	tokenVerifier func(token string) error
 	maxClockSkew  time.Duration
 	requestLog    int // entries kept; 0 keeps all
+	certificate   *tls.Certificate
 }
 
 // Option configures a Server.
@@ -53,6 +52,13 @@ func WithAccountName(name string) Option { return func(c *config) { c.accountNam
 // A TLS server's certificate then also holds the host as an IP SAN (DNS SAN
 // for a name) and, for an unspecified address, every local interface address.
 func WithAddress(addr string) Option { return func(c *config) { c.address = addr } }
+
+// WithCertificate makes a TLS server present cert instead of a freshly
+// generated one, so that clients that trusted it keep trusting a server
+// restarted with it; CertPEM and CertPool then hold its leaf.
+func WithCertificate(cert tls.Certificate) Option {
+	return func(c *config) { c.certificate = &cert }
+}
 
 // WithKey sets the base64 primary key (default: a random 64-byte key).
 func WithKey(base64Key string) Option { return func(c *config) { c.key = base64Key } }
@@ -125,10 +131,10 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 	if useTLS {
 		// The configured host (a name stays a name) and the bound one.
 		cfgHost, _, _ := net.SplitHostPort(cfg.address)
-		cert, pool, certPEM, err := testcert.SelfSigned(cfgHost, s.Account.host)
+		cert, pool, certPEM, err := serverCertificate(cfg.certificate, cfgHost, s.Account.host)
 		if err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("cosmostest: generate certificate: %w", err)
+			return nil, err
 		}
 		// HTTP/1.1 only: dropped-connection faults need to hijack the connection.
 		s.http.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}

@@ -26,6 +26,12 @@ import (
 // by whichever of them routes to a wildcard listener. It returns the
 // certificate's PEM too.
 func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
+	return SelfSignedFor(24*time.Hour, hosts...)
+}
+
+// SelfSignedFor is SelfSigned with a certificate valid for validity, for a
+// server that keeps its certificate across restarts (cosmoslag serve).
+func SelfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
 	ips, names := SubjectAltNames(hosts)
 	cert, key, err := issue(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "cosmostest server"},
@@ -35,7 +41,7 @@ func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error
 		IsCA:                  true,
 		IPAddresses:           ips,
 		DNSNames:              names,
-	}, nil, nil)
+	}, nil, nil, validity)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
@@ -44,15 +50,15 @@ func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error
 	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}, pool, pemOf(cert), nil
 }
 
-// issue signs tmpl, valid from an hour ago for a day, with a fresh key:
+// issue signs tmpl, valid from an hour ago for validity, with a fresh key:
 // by parent's key, or by its own (self-signed) when parent is nil.
-func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, validity time.Duration) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl.SerialNumber = randomSerial()
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(validity)
 	if parent == nil {
 		parent, parentKey = tmpl, key
 	}
@@ -129,7 +135,7 @@ func NewCA() (*CA, error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}, nil, nil)
+	}, nil, nil, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +163,7 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	} else if host != "" && host != "localhost" {
 		tmpl.DNSNames = append(tmpl.DNSNames, host)
 	}
-	cert, key, err := issue(tmpl, ca.cert, ca.key)
+	cert, key, err := issue(tmpl, ca.cert, ca.key, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
