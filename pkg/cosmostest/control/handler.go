@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
@@ -73,7 +74,7 @@ func toContainer(c *cosmostest.Container) Container {
 func (h *Handler) container(db, id string) (*cosmostest.Container, error) {
 	c, ok := h.acct.Container(db, id)
 	if !ok {
-		return nil, notFound("container %s/%s does not exist", db, id)
+		return nil, notFound("container %s/%s does not exist", account.Excerpt(db), account.Excerpt(id))
 	}
 	return c, nil
 }
@@ -91,7 +92,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	case pk == "":
 		return 0, nil, badRequest(`partitionKeyPath is required, e.g. "/pk"`)
 	case !strings.HasPrefix(pk, "/") || strings.HasSuffix(pk, "/") || strings.Contains(pk, "//"):
-		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, pk)
+		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, account.Excerpt(pk))
 	}
 	ranges := 1
 	if req.Ranges != nil {
@@ -105,7 +106,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	defer h.createMu.Unlock()
 	if c, ok := h.acct.Container(req.Database, req.ID); ok {
 		if c.PartitionKeyPath() != pk {
-			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), pk)
+			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), account.Excerpt(pk))
 		}
 		return http.StatusOK, toContainer(c), nil
 	}
@@ -227,7 +228,7 @@ func rangeError(err error, rangeID string, c *cosmostest.Container) error {
 			live = append(live, r.ID)
 		}
 		return notFound("range %q of %s/%s is not a live partition key range (live: %s)",
-			rangeID, c.Database().ID(), c.ID(), strings.Join(live, ", "))
+			account.Excerpt(rangeID), c.Database().ID(), c.ID(), strings.Join(live, ", "))
 	}
 	return conflict("%v", err)
 }
@@ -277,7 +278,7 @@ func parseFormat(s string) (lease.Format, error) {
 		}
 		names[i], formats[i] = f.name, string(f.format)
 	}
-	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), s)
+	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), account.Excerpt(s))
 }
 
 func parseMode(s string, f lease.Format) (lease.Mode, error) {
