@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
@@ -132,8 +133,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return bad("%v", err)
 		}
 		defer srv.Close()
-		setup.useSample(srv.ConnectionString(), srv.Key())
-		fmt.Fprintf(stderr, "cosmoslag check: --emulator: account settings replaced by an embedded server at %s\n", srv.URL())
+		ignored := setup.useSample(srv.ConnectionString(), srv.Key())
+		fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account, so these are not checked: "+
+			"the account endpoints and cloud settings, the credentials and whether they are valid, and the Secret, ConfigMap and "+
+			"environment values the trigger refers to (ignored here: %s)\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "none set"))
 	}
 
 	report := &checkReport{

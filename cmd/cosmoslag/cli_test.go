@@ -69,3 +69,46 @@ spec:
 		}
 	}
 }
+
+// --emulator says which checks it skips and which account settings of the
+// trigger it ignored.
+func TestCheckEmulatorSaysWhatItSkips(t *testing.T) {
+	dir := t.TempDir()
+	so := writeFile(t, dir, "so.yaml", `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: orders}
+spec:
+  scaleTargetRef: {name: orders}
+  triggers:
+    - type: azure-cosmosdb
+      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p,
+                 endpoint: "https://shop.documents.azure.com:443/", connectionFromEnv: COSMOS}
+`)
+	code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
+	if code != exitOK {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"not checked", "credentials", "Secret, ConfigMap and environment values", "ignored here: ", "endpoint", "connectionFromEnv"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// A ScaledJob is recognised and named, not reported as "0 ScaledObjects".
+func TestCheckRecognisesAScaledJob(t *testing.T) {
+	dir := t.TempDir()
+	sj := writeFile(t, dir, "sj.yaml", `apiVersion: keda.sh/v1alpha1
+kind: ScaledJob
+metadata: {name: orders-job}
+spec:
+  jobTargetRef: {template: {spec: {containers: [{name: c, image: x}]}}}
+  triggers:
+    - type: azure-cosmosdb
+      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p}
+`)
+	code, _, stderr := runCmd(t, "check", "-f", sj, "--emulator")
+	if code != exitBadArgs || !strings.Contains(stderr, "ScaledJob orders-job") || strings.Contains(stderr, "found 0") {
+		t.Errorf("code %d, stderr %q", code, stderr)
+	}
+}

@@ -18,6 +18,7 @@ import (
 // manifests are the KEDA objects read from -f and --auth files.
 type manifests struct {
 	scaledObjects []kedav1alpha1.ScaledObject
+	scaledJobs    []string // names: recognised, to say check does not model them
 	auths         []namedAuth
 }
 
@@ -52,6 +53,14 @@ func readManifests(m *manifests, path string) error {
 				return fmt.Errorf("%s: ScaledObject: %w", path, err)
 			}
 			m.scaledObjects = append(m.scaledObjects, so)
+		case "ScaledJob":
+			var sj struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			}
+			if err := yaml.Unmarshal(doc, &sj); err != nil {
+				return fmt.Errorf("%s: ScaledJob: %w", path, err)
+			}
+			m.scaledJobs = append(m.scaledJobs, sj.Metadata.Name)
 		case "TriggerAuthentication", "ClusterTriggerAuthentication":
 			var ta kedav1alpha1.TriggerAuthentication // both kinds share the spec
 			if err := yaml.Unmarshal(doc, &ta); err != nil {

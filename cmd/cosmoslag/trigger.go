@@ -59,6 +59,9 @@ type triggerSetup struct {
 // resolves its parameters the way KEDA would, from local values instead of
 // the cluster. With sample (check --emulator), account parameters need not resolve.
 func buildTrigger(m *manifests, selector string, set map[string]string, values *localValues, sample bool) (*triggerSetup, error) {
+	if len(m.scaledObjects) == 0 && len(m.scaledJobs) > 0 {
+		return nil, fmt.Errorf("-f holds ScaledJob %s: check estimates the trigger of a ScaledObject and models its HPA; a ScaledJob has no HPA (its trigger parameters are the same: copy them into a ScaledObject to check them)", strings.Join(m.scaledJobs, ", "))
+	}
 	if len(m.scaledObjects) != 1 {
 		return nil, fmt.Errorf("-f must hold exactly one keda.sh ScaledObject, found %d", len(m.scaledObjects))
 	}
@@ -260,15 +263,23 @@ func (s *triggerSetup) resolveEnv(values *localValues, overridden map[string]str
 }
 
 // useSample points the trigger at the embedded server's sample account.
-func (s *triggerSetup) useSample(connection, key string) {
+// It returns the account settings the trigger had, which are now ignored.
+func (s *triggerSetup) useSample(connection, key string) (ignored []string) {
 	for _, p := range accountParams {
+		if s.config.AuthParams[p] != "" || s.config.TriggerMetadata[p] != "" {
+			ignored = append(ignored, p)
+		}
 		delete(s.config.AuthParams, p)
 		delete(s.config.TriggerMetadata, p)
+	}
+	if s.config.PodIdentity.Provider != "" {
+		ignored = append(ignored, "podIdentity")
 	}
 	s.config.ResolvedEnv = map[string]string{}
 	s.config.PodIdentity = kedav1alpha1.AuthPodIdentity{}
 	s.config.AuthParams["connection"] = connection
 	s.secrets.Add(connection, key)
+	return ignored
 }
 
 func cmpOr(s, fallback string) string {
