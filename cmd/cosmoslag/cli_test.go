@@ -51,16 +51,7 @@ func TestCheckUsesKEDAsHTTPTimeoutVariable(t *testing.T) {
 	if !strings.Contains(help, "KEDA_HTTP_DEFAULT_TIMEOUT") || !strings.Contains(help, "3000") {
 		t.Errorf("check --help does not describe the per-request timeout:\n%s", help)
 	}
-	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata: {name: orders}
-spec:
-  scaleTargetRef: {name: orders}
-  triggers:
-    - type: azure-cosmosdb
-      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p}
-`)
+	so := writeMinimalScaledObject(t, "")
 	for _, value := range []string{"abc", "0", "-5"} {
 		t.Setenv("KEDA_HTTP_DEFAULT_TIMEOUT", value)
 		code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
@@ -73,17 +64,7 @@ spec:
 // --emulator says which checks it skips and which account settings of the
 // trigger it ignored.
 func TestCheckEmulatorSaysWhatItSkips(t *testing.T) {
-	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata: {name: orders}
-spec:
-  scaleTargetRef: {name: orders}
-  triggers:
-    - type: azure-cosmosdb
-      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p,
-                 endpoint: "https://shop.documents.azure.com:443/", connectionFromEnv: COSMOS}
-`)
+	so := writeMinimalScaledObject(t, `, endpoint: "https://shop.documents.azure.com:443/", connectionFromEnv: COSMOS`)
 	code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
 	if code != exitOK {
 		t.Fatalf("code %d, stderr %q", code, stderr)
@@ -111,4 +92,19 @@ spec:
 	if code != exitBadArgs || !strings.Contains(stderr, "ScaledJob orders-job") || strings.Contains(stderr, "found 0") {
 		t.Errorf("code %d, stderr %q", code, stderr)
 	}
+}
+
+// writeMinimalScaledObject writes a ScaledObject with one azure-cosmosdb
+// trigger; extra is appended inside its flow-style metadata map.
+func writeMinimalScaledObject(t *testing.T, extra string) string {
+	t.Helper()
+	return writeFile(t, t.TempDir(), "so.yaml", `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: orders}
+spec:
+  scaleTargetRef: {name: orders}
+  triggers:
+    - type: azure-cosmosdb
+      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p`+extra+`}
+`)
 }
