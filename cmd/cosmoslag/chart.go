@@ -68,7 +68,7 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 	}
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/>`+"\n", padLeft, chartH-padBottom, chartW-padRight, chartH-padBottom)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">time (simulated)</text>`+"\n", padLeft+int(plotW/2), chartH-12)
-	fmt.Fprintf(&b, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle" fill="#1f77b4">change feed lag (items)</text>`+"\n", padTop+int(plotH/2))
+	fmt.Fprintf(&b, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle" fill="#1f77b4">change feed lag (transactions)</text>`+"\n", padTop+int(plotH/2))
 	fmt.Fprintf(&b, `<text transform="translate(%d %d) rotate(90)" text-anchor="middle" fill="#2ca02c">replicas</text>`+"\n", chartW-20, padTop+int(plotH/2))
 
 	// Split marker: the first poll whose events mention the split.

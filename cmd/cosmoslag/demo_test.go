@@ -107,6 +107,10 @@ func checkChart(t *testing.T, path string, polls int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The scaler's lag counts change feed transactions (LSNs), not items.
+	if !bytes.Contains(raw, []byte("change feed lag (transactions)")) || bytes.Contains(raw, []byte("(items)")) {
+		t.Error("the chart's lag axis is not labelled in transactions")
+	}
 	dec := xml.NewDecoder(bytes.NewReader(raw))
 	series := map[string]int{}
 	var root string

@@ -95,9 +95,11 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
       it has leases already). format: dotnet-v0 (default), dotnet-v1,
       java-v0, java-v1, dotnet-v2-library (as cosmoslag prints them), or
       DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library.
-      startFromNow checkpoints at the
-      current LSNs; otherwise the lag is every item. leaseDatabase defaults
-      to database, accountHost to the endpoint's host.
+      leases is the lease container's id. startFromNow checkpoints every
+      lease at the current LSNs; without it the leases have no continuation
+      yet (a processor that has not checkpointed), and the scaler ignores
+      such leases: they count no lag. leaseDatabase defaults to database,
+      accountHost to the endpoint's host.
       -> {"prefix","format","leases":[{"id","token"}]}
   GET  /control/partition-key?database=&container=&range=
       -> {"partitionKey"}: a fresh string value whose items land in that
