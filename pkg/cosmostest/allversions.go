@@ -127,13 +127,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 	for i, ch := range pending {
 		docs[i] = ch.envelope(c)
 	}
-	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
-	out.set(hdrETag, quotedLSN(pending[len(pending)-1].lsn))
-	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
-	out.set(hdrItemCount, strconv.Itoa(len(docs)))
-	out.set(hdrLSN, strconv.FormatInt(pr.lsn, 10))
-	setContentPaths(out, c)
-	return out
+	return a.changeFeedPageLocked(c, pr, docs, pending[len(pending)-1].lsn)
 }
 
 // envelope is the change in the 2021-09-15 wire format: "current" (the item,

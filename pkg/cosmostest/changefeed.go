@@ -154,8 +154,15 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 	for i, it := range changed {
 		docs[i] = it.feedDocument()
 	}
+	return a.changeFeedPageLocked(c, pr, docs, changed[len(changed)-1].lsn)
+}
+
+// changeFeedPageLocked answers a change feed read, in either mode, with a page
+// of changes: the etag is the LSN of the page's last change (where the next
+// read resumes), the session token and lsn are the range's current position.
+func (a *Account) changeFeedPageLocked(c *Container, pr *pkRange, docs []json.RawMessage, lastLSN int64) *reply {
 	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
-	out.set(hdrETag, quotedLSN(changed[len(changed)-1].lsn))
+	out.set(hdrETag, quotedLSN(lastLSN))
 	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
 	out.set(hdrItemCount, strconv.Itoa(len(docs)))
 	out.set(hdrLSN, strconv.FormatInt(pr.lsn, 10))

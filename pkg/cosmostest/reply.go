@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 )
 
 // Request charges are plausible constants; nothing in the project depends on
@@ -156,7 +158,14 @@ func errorReply(status, subStatus int, code, message string) *reply {
 	return rep
 }
 
+// badRequest quotes what the client sent through account.Excerpt, so a huge
+// header or query cannot make an error body (or a client's log of it) huge.
 func badRequest(format string, args ...any) *reply {
+	for i, arg := range args {
+		if s, ok := arg.(string); ok {
+			args[i] = account.Excerpt(s)
+		}
+	}
 	return errorReply(http.StatusBadRequest, 0, "BadRequest", fmt.Sprintf(format, args...))
 }
 
