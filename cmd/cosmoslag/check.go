@@ -79,11 +79,19 @@ Flags:
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o checkOptions
 	fs, usage := checkFlags(&o)
-	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
+	var flagErrors strings.Builder
+	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
+		if code != exitOK && jsonRequested(args) {
+			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
+		}
 		return code
 	}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "cosmoslag check: "+format+"\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "cosmoslag check: %s\n", msg)
+		if o.output == "json" {
+			_ = writeJSON(stdout, checkFailure{Error: msg, ExitCode: exitBadArgs})
+		}
 		return exitBadArgs
 	}
 	switch {
@@ -163,7 +171,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = errors.New("internal: the scaler reported no estimate")
 	}
 	if err != nil {
-		report.Error = setup.secrets.Redact(err.Error())
+		report.Error, report.ExitCode = setup.secrets.Redact(err.Error()), exitFailed
 		if o.output == "json" {
 			_ = writeJSON(stdout, report)
 		}
@@ -185,4 +193,22 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// jsonRequested reports whether the arguments ask for -o json, for a flag
+// error that stops parsing before -o is read.
+func jsonRequested(args []string) bool {
+	for i, a := range args {
+		switch a {
+		case "-o=json", "--o=json":
+			return true
+		case "-o", "--o":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		case "--":
+			return false
+		}
+	}
+	return false
 }

@@ -27,20 +27,36 @@ type checkReport struct {
 	Threshold      int64  `json:"changeFeedLagThreshold"`
 	Activation     int64  `json:"activationChangeFeedLagThreshold"`
 
-	Leases           []leaseRow   `json:"leases"`
-	StaleParents     int          `json:"staleParents"`
-	SplitRetried     bool         `json:"splitRetried"`
-	LeaseDocuments   int          `json:"leaseDocuments"` // documents the lease query returned
-	TotalLag         int64        `json:"totalLag"`
-	ActivePartitions int64        `json:"activePartitions"`
-	Metric           int64        `json:"metric"`
-	Active           bool         `json:"active"`
-	Replicas         *replicaPlan `json:"replicas,omitempty"`
-	Requests         int64        `json:"requests"`
-	RequestCharge    float64      `json:"requestCharge"`
-	DurationMillis   int64        `json:"durationMillis"`
+	// The estimate's fields are absent when it failed, so that a script
+	// cannot read a failure as a real zero lag or an inactive trigger.
+	*CheckEstimate
+	Replicas *replicaPlan `json:"replicas,omitempty"`
 
-	Error string `json:"error,omitempty"`
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// CheckEstimate (exported so that encoding/json fills it when decoding) is the part of check's result that only a successful
+// estimate has.
+type CheckEstimate struct {
+	Leases           []leaseRow `json:"leases"`
+	StaleParents     int        `json:"staleParents"`
+	SplitRetried     bool       `json:"splitRetried"`
+	LeaseDocuments   int        `json:"leaseDocuments"` // documents the lease query returned
+	TotalLag         int64      `json:"totalLag"`
+	ActivePartitions int64      `json:"activePartitions"`
+	Metric           int64      `json:"metric"`
+	Active           bool       `json:"active"`
+	Requests         int64      `json:"requests"`
+	RequestCharge    float64    `json:"requestCharge"`
+	DurationMillis   int64      `json:"durationMillis"`
+}
+
+// checkFailure is check's JSON document when the flags, files or trigger
+// configuration are invalid and no estimate was tried.
+type checkFailure struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exitCode"`
 }
 
 type leaseRow struct {
@@ -55,6 +71,7 @@ type leaseRow struct {
 
 func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
 	res, s := e.Result, e.Summary
+	r.CheckEstimate = &CheckEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		r.Leases = append(r.Leases, leaseRow{
@@ -81,7 +98,7 @@ func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-func writeJSON(w io.Writer, r *checkReport) error {
+func writeJSON(w io.Writer, r any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
