@@ -30,7 +30,7 @@ type checkOptions struct {
 func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag check", flag.ContinueOnError)
 	o.set.values = map[string]string{}
-	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required); may also hold the TriggerAuthentication")
+	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required); may also hold the TriggerAuthentication and Secrets")
 	fs.Var(&o.auth, "auth", "TriggerAuthentication or ClusterTriggerAuthentication YAML (repeatable)")
 	fs.StringVar(&o.trigger, "trigger", "", "index in spec.triggers (or name) of the azure-cosmosdb trigger, when there are several")
 	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")
@@ -53,7 +53,10 @@ ScaledObject's minReplicaCount and maxReplicaCount.
 Nothing is read from a cluster. The manifests are parsed with KEDA's own API
 types; values the cluster would supply come from local sources, looked up by
 key in this order: --set, --env-file, the process environment.
-  secretTargetRef / configMapTargetRef {parameter, name, key}: the value of key
+  secretTargetRef {parameter, name, key}: --set key=…, else a kind: Secret
+    document of that name (data or stringData) in the ScaledObject's namespace
+    (KEDA's, for a ClusterTriggerAuthentication), else the sources above
+  configMapTargetRef {parameter, name, key}: the value of key
   env {parameter, name}, and trigger ...FromEnv: NAME: the value of NAME
 Keys, connection strings and client secrets are never printed.
 
@@ -118,6 +121,14 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, f := range append([]string{o.file}, o.auth...) {
 		if err := readManifests(&m, f); err != nil {
 			return bad("%v", err)
+		}
+	}
+	for _, sec := range m.secrets {
+		for _, v := range sec.Data {
+			values.secrets.Add(string(v))
+		}
+		for _, v := range sec.StringData {
+			values.secrets.Add(v)
 		}
 	}
 	setup, err := buildTrigger(&m, o.trigger, o.set.values, values, o.sample)

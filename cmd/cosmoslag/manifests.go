@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -20,12 +22,39 @@ type manifests struct {
 	scaledObjects []kedav1alpha1.ScaledObject
 	scaledJobs    []string // names: recognised, to say check does not model them
 	auths         []namedAuth
+	secrets       []corev1.Secret
 }
 
 // namedAuth is a TriggerAuthentication or ClusterTriggerAuthentication.
 type namedAuth struct {
-	kind, name string
-	spec       kedav1alpha1.TriggerAuthenticationSpec
+	kind, name, namespace string
+	spec                  kedav1alpha1.TriggerAuthenticationSpec
+}
+
+// secretValue looks key up in the Secret documents named name in
+// namespace (a document without a namespace counts as in every
+// namespace, as kubectl apply -n would place it). found says whether such
+// a Secret exists; elsewhere lists the namespaces holding a Secret of that
+// name when none is in namespace.
+func (m *manifests) secretValue(namespace, name, key string) (value string, found, hasKey bool, elsewhere []string) {
+	for _, sec := range m.secrets {
+		if sec.Name != name {
+			continue
+		}
+		if sec.Namespace != "" && sec.Namespace != namespace {
+			elsewhere = append(elsewhere, sec.Namespace)
+			continue
+		}
+		found = true
+		// As the API server does: stringData is merged over data.
+		if v, ok := sec.StringData[key]; ok {
+			return v, true, true, nil
+		}
+		if v, ok := sec.Data[key]; ok {
+			return string(v), true, true, nil
+		}
+	}
+	return "", found, false, elsewhere
 }
 
 // readManifests parses every YAML document of the files (documents are
@@ -42,6 +71,15 @@ func readManifests(m *manifests, path string) error {
 		}
 		if err := yaml.Unmarshal(doc, &head); err != nil {
 			return fmt.Errorf("%s: document %d: %w", path, i+1, err)
+		}
+		if head.Kind == "Secret" && head.APIVersion == "v1" {
+			var sec corev1.Secret
+			if err := yaml.Unmarshal(doc, &sec); err != nil {
+				// The error may quote the document: name only the place.
+				return fmt.Errorf("%s: document %d: Secret %q: invalid (data values must be base64)", path, i+1, account.Excerpt(sec.Name))
+			}
+			m.secrets = append(m.secrets, sec)
+			continue
 		}
 		if head.Kind != "" && !strings.HasPrefix(head.APIVersion, "keda.sh/") {
 			continue
@@ -66,7 +104,7 @@ func readManifests(m *manifests, path string) error {
 			if err := yaml.Unmarshal(doc, &ta); err != nil {
 				return fmt.Errorf("%s: %s: %w", path, head.Kind, err)
 			}
-			m.auths = append(m.auths, namedAuth{kind: head.Kind, name: ta.Name, spec: ta.Spec})
+			m.auths = append(m.auths, namedAuth{kind: head.Kind, name: ta.Name, namespace: ta.Namespace, spec: ta.Spec})
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,11 +179,30 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		return nil
 	}
 	kind := cmpOr(ref.Kind, "TriggerAuthentication")
+	namespace := s.config.ScalableObjectNamespace
 	var auth *namedAuth
+	var elsewhere []string // namespaces of same-named TriggerAuthentications KEDA would not find
 	for i := range m.auths {
-		if m.auths[i].kind == kind && m.auths[i].name == ref.Name {
-			auth = &m.auths[i]
+		a := &m.auths[i]
+		if a.kind != kind || a.name != ref.Name {
+			continue
 		}
+		if kind == "TriggerAuthentication" && a.namespace != "" && a.namespace != namespace {
+			elsewhere = append(elsewhere, a.namespace)
+			continue
+		}
+		auth = a
+	}
+	notFound := ""
+	if len(elsewhere) > 0 {
+		notFound = fmt.Sprintf(" (the one given is in namespace %s, not the ScaledObject's namespace %s: KEDA looks it up in the ScaledObject's namespace and would not find it)",
+			strings.Join(elsewhere, ", "), namespace)
+	}
+	// KEDA reads a ClusterTriggerAuthentication's Secrets in its own
+	// namespace, KEDA_CLUSTER_OBJECT_NAMESPACE ("keda" by default).
+	secretNamespace := namespace
+	if kind == "ClusterTriggerAuthentication" {
+		secretNamespace = cmpOr(os.Getenv("KEDA_CLUSTER_OBJECT_NAMESPACE"), "keda")
 	}
 	if auth == nil {
 		if sample {
@@ -198,11 +218,11 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 			}
 		}
 		if len(given) > 0 {
-			s.notes = append(s.notes, fmt.Sprintf("%s %s was not given (--auth); the account parameters come from --set: %s",
-				kind, ref.Name, strings.Join(given, ", ")))
+			s.notes = append(s.notes, fmt.Sprintf("%s %s was not given (--auth)%s; the account parameters come from --set: %s",
+				kind, ref.Name, notFound, strings.Join(given, ", ")))
 			return nil
 		}
-		return fmt.Errorf("the trigger uses %s %q: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, account.Excerpt(ref.Name))
+		return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, account.Excerpt(ref.Name), notFound)
 	}
 	spec := auth.spec
 	if spec.PodIdentity != nil {
@@ -239,14 +259,32 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		if _, ok := overridden[r.param]; ok {
 			continue
 		}
-		v, ok := values.lookup(r.key)
+		v, ok := values.set[r.key]
+		var elsewhere, secretOption string
+		if !ok && r.what == "secret" {
+			// A Secret document of that name in the namespace KEDA reads
+			// decides; only without one do local values stand in.
+			var found bool
+			var namespaces []string
+			v, found, ok, namespaces = m.secretValue(secretNamespace, r.name, r.key)
+			if found && !ok {
+				return fmt.Errorf("%s %s: parameter %s comes from Secret %s/%s, which has no key %q", kind, ref.Name, r.param, secretNamespace, r.name, r.key)
+			}
+			if len(namespaces) > 0 {
+				elsewhere = fmt.Sprintf(" (Secret %s is given in namespace %s; KEDA reads it in namespace %s)", r.name, strings.Join(namespaces, ", "), secretNamespace)
+			}
+			secretOption = fmt.Sprintf(", a kind: Secret document (namespace %s) in the -f or --auth files", secretNamespace)
+		}
+		if !ok {
+			v, ok = values.lookup(r.key)
+		}
 		if !ok {
 			where := fmt.Sprintf("%s %q", r.what, r.key)
 			if r.name != "" {
 				where = fmt.Sprintf("%s %q key %q", r.what, r.name, r.key)
 			}
-			return fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value: pass --set %s=…, an --env-file with %s=…, or set it in the environment",
-				kind, ref.Name, r.param, where, r.key, r.key)
+			return fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value%s: pass --set %s=…%s, an --env-file with %s=…, or set it in the environment",
+				kind, ref.Name, r.param, where, elsewhere, r.key, secretOption, r.key)
 		}
 		s.config.AuthParams[r.param] = v
 		if r.what == "secret" {
