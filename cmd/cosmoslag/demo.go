@@ -94,8 +94,11 @@ func (o *demoOptions) validate() error {
 	if o.activation < 0 || o.activation >= o.threshold {
 		errs = append(errs, fmt.Errorf("--activation must be at least 0 and below --threshold, got %d", o.activation))
 	}
-	if s.WriteRate < 0 || s.WriteRate > 10000 || s.DrainRate <= 0 || s.DrainRate > 100000 {
-		errs = append(errs, errors.New("--write-rate must be within [0, 10000] and --drain-rate within (0, 100000]"))
+	if s.WriteRate < 0 || s.WriteRate > 10000 {
+		errs = append(errs, fmt.Errorf("--write-rate must be within [0, 10000] items per second, got %g", s.WriteRate))
+	}
+	if s.DrainRate <= 0 || s.DrainRate > 100000 {
+		errs = append(errs, fmt.Errorf("--drain-rate must be within (0, 100000] items per second, got %g", s.DrainRate))
 	}
 	if s.Interval < 50*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--interval must be at least 50ms, got %s", s.Interval))
@@ -109,16 +112,29 @@ func (o *demoOptions) validate() error {
 	if o.cooldown < 0 {
 		errs = append(errs, fmt.Errorf("--cooldown must not be negative, got %s", o.cooldown))
 	}
+	if o.chart != "" {
+		if err := checkWritable("chart", o.chart); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o demoOptions
 	fs, usage := demoFlags(&o)
-	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
+	var valueErrs []error
+	restore := reportFlagValues(fs, &valueErrs)
+	code, ok := parseFlags(fs, func(w io.Writer) { restore(); usage(w) }, args, stdout, stderr)
+	restore()
+	if !ok {
 		return code
 	}
-	if err := o.validate(); err != nil {
+	// A rejected value leaves its flag at zero: report only the rejection.
+	if len(valueErrs) == 0 {
+		valueErrs = append(valueErrs, o.validate())
+	}
+	if err := errors.Join(valueErrs...); err != nil {
 		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
 		return exitBadArgs
 	}
