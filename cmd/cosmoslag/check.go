@@ -190,7 +190,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	report.fill(*estimate)
-	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown}
+	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
 	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan
 

@@ -21,6 +21,7 @@ type demoOptions struct {
 	activation  int64
 	maxReplicas int
 	cooldown    time.Duration
+	scaleDown   time.Duration // the HPA's scale-down stabilization window
 	chart       string
 }
 
@@ -50,6 +51,7 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.DurationVar(&o.sim.Interval, "interval", time.Second, "polling interval of the scaler (one table row each)")
 	fs.IntVar(&o.maxReplicas, "max-replicas", 10, "ScaledObject maxReplicaCount")
 	fs.DurationVar(&o.cooldown, "cooldown", 3*time.Second, "ScaledObject cooldownPeriod before scaling back to 0")
+	fs.DurationVar(&o.scaleDown, "scale-down-stabilization", 5*time.Second, "the HPA's scale-down stabilization window, shortened from its 300s default\nso that scale-downs show within the demo (the header line says so)")
 	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
 	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
@@ -67,8 +69,9 @@ Azure account needed) while simulating a deployment:
     partition's lease with its children whenever one replica is running;
   - the real scaler (scalers.NewAzureCosmosDBScaler) is polled every
     --interval and a model of KEDA and the HPA sets the replica count:
-    activation from 0, ceil(metric / threshold) replicas, scale to 0 after
-    --cooldown without lag.
+    activation from 0, ceil(metric / threshold) replicas, scale-downs held
+    by the HPA's stabilization window (--scale-down-stabilization, shortened
+    from the HPA's 300s), scale to 0 after --cooldown without lag.
 
 Each poll prints one row: simulated time, the scaler's total lag, active
 partitions and metric, whether the trigger is active, the replicas chosen,
@@ -108,6 +111,9 @@ func (o *demoOptions) validate() error {
 	}
 	if o.maxReplicas < 1 || o.maxReplicas > 1000 {
 		errs = append(errs, fmt.Errorf("--max-replicas must be between 1 and 1000, got %d", o.maxReplicas))
+	}
+	if o.scaleDown < 0 || o.scaleDown > time.Hour {
+		errs = append(errs, fmt.Errorf("--scale-down-stabilization must be within [0, 1h], got %s", o.scaleDown))
 	}
 	if o.cooldown < 0 {
 		errs = append(errs, fmt.Errorf("--cooldown must not be negative, got %s", o.cooldown))
@@ -187,10 +193,14 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	defer scaler.Close(context.Background())
 	metricName := scaler.GetMetricSpecForScaling(ctx)[0].External.Metric.Name
 
-	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown}
+	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown, ScaleDownWindow: o.scaleDown}
 	steps := int(o.sim.Duration / o.sim.Interval)
-	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, seed %d, %s processor\n",
-		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, o.sim.Seed, o.sim.mode())
+	window := fmt.Sprintf("scale-down stabilization %s", o.scaleDown)
+	if o.scaleDown != defaultScaleDownWindow {
+		window += fmt.Sprintf(" (the HPA's default is %ds)", int(defaultScaleDownWindow/time.Second))
+	}
+	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor\n",
+		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode())
 	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), demoProcessor, metricName)
 	printPollHeader(out)
 

@@ -14,7 +14,9 @@ const (
 	defaultMinReplicas = 0
 	defaultMaxReplicas = 100
 	defaultCooldown    = 300 * time.Second
-	hpaTolerance       = 0.1
+	// The HPA's default behavior.scaleDown.stabilizationWindowSeconds.
+	defaultScaleDownWindow = 300 * time.Second
+	hpaTolerance           = 0.1
 )
 
 // autoscaler is a small model of KEDA plus the HPA for one trigger:
@@ -26,24 +28,37 @@ const (
 //   - otherwise the HPA sets the count from the metric: for AverageValue
 //     ceil(metric / target), for Value ceil(current × metric / target),
 //     unless the ratio is within the 10 % tolerance, bounded by
-//     [max(minReplicaCount, 1), maxReplicaCount].
+//     [max(minReplicaCount, 1), maxReplicaCount];
+//   - the HPA scales down no further than the highest count it recommended
+//     within the scale-down stabilization window (ScaleDownWindow; 0 turns
+//     it off). KEDA's scale to 0 is not the HPA's and is not held.
 //
-// Not modelled: the HPA's scale-down stabilization window, its scale-up rate
-// policies and KEDA's fallback. Each call to step is one polling interval.
+// Not modelled: the HPA's rate policies and scale-up stabilization, and
+// KEDA's fallback. Each call to step is one polling interval.
 type autoscaler struct {
-	Min, Max   int32
-	Target     int64 // changeFeedLagThreshold: the metric target
-	MetricType v2.MetricTargetType
-	Cooldown   time.Duration
+	Min, Max        int32
+	Target          int64 // changeFeedLagThreshold: the metric target
+	MetricType      v2.MetricTargetType
+	Cooldown        time.Duration
+	ScaleDownWindow time.Duration
 
-	lastActive time.Time
-	everActive bool
+	lastActive      time.Time
+	everActive      bool
+	recommendations []recommendation // the HPA's, within ScaleDownWindow
+}
+
+type recommendation struct {
+	at       time.Time
+	replicas int32
 }
 
 // decision is the replica count after one step and why.
 type decision struct {
 	Replicas int32  `json:"replicas"`
 	Reason   string `json:"reason"`
+
+	held        bool  // the stabilization window holds Replicas above recommended
+	recommended int32 // the HPA's recommendation for this reading
 }
 
 func (a *autoscaler) step(now time.Time, current int32, metric int64, active bool) decision {
@@ -53,13 +68,38 @@ func (a *autoscaler) step(now time.Time, current int32, metric int64, active boo
 	switch {
 	case current == 0 && active:
 		n := max(a.Min, 1)
-		return decision{n, fmt.Sprintf("KEDA activates 0 → %d", n)}
+		return decision{Replicas: n, Reason: fmt.Sprintf("KEDA activates 0 → %d", n)}
 	case current == 0 && a.Min == 0:
-		return decision{0, "inactive, stays at 0"}
+		return decision{Replicas: 0, Reason: "inactive, stays at 0"}
 	case !active && a.Min == 0 && (!a.everActive || now.Sub(a.lastActive) >= a.Cooldown):
-		return decision{0, fmt.Sprintf("inactive for the cooldown period (%s): KEDA scales to 0", a.Cooldown)}
+		return decision{Replicas: 0, Reason: fmt.Sprintf("inactive for the cooldown period (%s): KEDA scales to 0", a.Cooldown)}
 	}
-	return a.hpa(max(current, 1), metric)
+	return a.stabilize(now, current, a.hpa(max(current, 1), metric))
+}
+
+// stabilize records the HPA's recommendation d and holds a scale down at the
+// highest recommendation within the scale-down stabilization window, as the
+// HPA controller does.
+func (a *autoscaler) stabilize(now time.Time, current int32, d decision) decision {
+	if a.ScaleDownWindow <= 0 {
+		return d
+	}
+	kept := a.recommendations[:0]
+	for _, r := range a.recommendations {
+		if now.Sub(r.at) < a.ScaleDownWindow {
+			kept = append(kept, r)
+		}
+	}
+	a.recommendations = append(kept, recommendation{now, d.Replicas})
+	highest := d.Replicas
+	for _, r := range a.recommendations {
+		highest = max(highest, r.replicas)
+	}
+	if held := min(current, highest); held > d.Replicas {
+		d.Reason += fmt.Sprintf("; scale-down stabilization window (%s) holds %d, the highest recommendation within it", a.ScaleDownWindow, held)
+		d.held, d.recommended, d.Replicas = true, d.Replicas, held
+	}
+	return d
 }
 
 // hpa is the HPA's computation for a running workload.
@@ -77,14 +117,14 @@ func (a *autoscaler) hpa(current int32, metric int64) decision {
 		formula = fmt.Sprintf("ceil(%d / %d) = %.0f", metric, a.Target, want)
 	}
 	if math.Abs(1-ratio) <= hpaTolerance {
-		return decision{a.clamp(current), fmt.Sprintf("HPA: within tolerance (usage ratio %.2f), keeps %d", ratio, current)}
+		return decision{Replicas: a.clamp(current), Reason: fmt.Sprintf("HPA: within tolerance (usage ratio %.2f), keeps %d", ratio, current)}
 	}
 	n := a.clamp(int32(min(want, math.MaxInt32)))
 	reason := "HPA: " + formula
 	if float64(n) != want {
 		reason += fmt.Sprintf(", bounded to [%d, %d]", max(a.Min, 1), a.Max)
 	}
-	return decision{n, reason}
+	return decision{Replicas: n, Reason: reason}
 }
 
 func (a *autoscaler) clamp(n int32) int32 {
@@ -99,14 +139,29 @@ type replicaPlan struct {
 	Min     int32    `json:"minReplicaCount"`
 	Max     int32    `json:"maxReplicaCount"`
 	Steps   []string `json:"steps"`
+	// ScaleDownWindowSeconds is the HPA's scale-down stabilization window;
+	// AfterWindow the count it scales down to once the window has passed
+	// with this reading, when the window holds Desired above it.
+	ScaleDownWindowSeconds int64  `json:"scaleDownStabilizationWindowSeconds"`
+	AfterWindow            *int32 `json:"desiredAfterStabilizationWindow,omitempty"`
 }
 
 // settle applies one reading from current replicas: activation from 0 is
 // followed by the HPA's first decision; an inactive trigger is taken to have
-// been inactive for the whole cooldown period.
+// been inactive for the whole cooldown period, and running replicas to have
+// been the HPA's recommendation until now (so a scale down is held by the
+// stabilization window).
 func (a *autoscaler) settle(current int32, metric int64, active bool) replicaPlan {
-	d := a.step(time.Time{}, current, metric, active)
-	plan := replicaPlan{Current: current, Min: a.Min, Max: a.Max, Steps: []string{d.Reason}}
+	now := time.Time{}.Add(a.ScaleDownWindow)
+	if current > 0 {
+		a.recommendations = []recommendation{{now.Add(-time.Nanosecond), current}}
+	}
+	d := a.step(now, current, metric, active)
+	plan := replicaPlan{Current: current, Min: a.Min, Max: a.Max, Steps: []string{d.Reason}, ScaleDownWindowSeconds: int64(a.ScaleDownWindow / time.Second)}
+	if d.held {
+		after := d.recommended
+		plan.AfterWindow = &after
+	}
 	if current == 0 && d.Replicas > 0 {
 		d = a.hpa(d.Replicas, metric)
 		plan.Steps = append(plan.Steps, d.Reason)

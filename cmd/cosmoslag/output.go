@@ -151,6 +151,9 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 	fmt.Fprintf(&b, "Active             %s (total lag %d %s activation %d)\n", yesNo(r.Active), r.TotalLag, cmp, r.Activation)
 	if p := r.Replicas; p != nil {
 		fmt.Fprintf(&b, "Replicas           %d → %d: %s [min %d, max %d]\n", p.Current, p.Desired, strings.Join(p.Steps, "; "), p.Min, p.Max)
+		if p.AfterWindow != nil {
+			fmt.Fprintf(&b, "                   → %d once the scale-down stabilization window (%ds) has passed with readings like this one\n", *p.AfterWindow, p.ScaleDownWindowSeconds)
+		}
 	}
 	split := ""
 	if r.SplitRetried {

@@ -52,8 +52,12 @@ type triggerSetup struct {
 	config       *scalersconfig.ScalerConfig
 	min, max     int32
 	cooldown     time.Duration
-	secrets      *scalers.Secrets // values to redact from every output
-	notes        []string         // warnings for stderr
+	// scaleDownWindow is the HPA's scale-down stabilization window: the
+	// ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior, or
+	// the HPA's default.
+	scaleDownWindow time.Duration
+	secrets         *scalers.Secrets // values to redact from every output
+	notes           []string         // warnings for stderr
 }
 
 // buildTrigger selects the ScaledObject's azure-cosmosdb trigger and
@@ -81,6 +85,11 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 		max:          derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas),
 		cooldown:     time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second,
 		secrets:      values.secrets.Clone(),
+	}
+	s.scaleDownWindow = defaultScaleDownWindow
+	if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
+		a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown != nil && a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds != nil {
+		s.scaleDownWindow = time.Duration(*a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second
 	}
 	if so.Spec.IdleReplicaCount != nil {
 		s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
