@@ -48,7 +48,11 @@ shows it lease by lease: token, format, owner, continuation, and the lag or
 "stale parent" (its partition split and the processor has not replaced it).
 Then the totals, the metric, whether the trigger is active, and the replicas
 KEDA and the HPA would choose from --current-replicas, bounded by the
-ScaledObject's minReplicaCount and maxReplicaCount.
+ScaledObject's minReplicaCount and maxReplicaCount. A scale down is held
+by the HPA's scale-down stabilization window (the ScaledObject's
+advanced.horizontalPodAutoscalerConfig.behavior, 300s by default), taking
+--current-replicas as the HPA's recommendation until now; the count after
+the window is shown too.
 
 Nothing is read from a cluster. The manifests are parsed with KEDA's own API
 types; values the cluster would supply come from local sources, looked up by
