@@ -25,6 +25,7 @@ func writeChart(path string, polls []demoPoll, o demoOptions) error {
 const (
 	chartW, chartH                       = 900, 420
 	padLeft, padRight, padTop, padBottom = 70, 70, 56, 50
+	gridLines                            = 4 // horizontal gridlines above the time axis
 )
 
 func renderChart(polls []demoPoll, o demoOptions) []byte {
@@ -35,7 +36,9 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 		maxReplicas = max(maxReplicas, p.Replicas)
 	}
 	lagTop := niceCeil(float64(max(maxLag, 10)))
-	repTop := float64(max(maxReplicas, 2))
+	// The replica axis spans a multiple of the gridline count, so every
+	// gridline carries an integer replica tick.
+	repTop := float64(gridLines * ((max(maxReplicas, 2) + gridLines - 1) / gridLines))
 	end := max(polls[len(polls)-1].At.Seconds(), 1)
 	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBottom)
 	x := func(sec float64) float64 { return padLeft + sec/end*plotW }
@@ -49,17 +52,16 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", padLeft,
 		html.EscapeString(fmt.Sprintf("Change feed lag and replicas — %d partitions, threshold %d, seed %d", o.sim.Partitions, o.threshold, o.sim.Seed)))
 
-	// Grid and left axis (lag).
-	for i := 0; i <= 4; i++ {
-		v := lagTop * float64(i) / 4
+	// Grid, left axis (lag) and right axis (replicas) share the gridlines.
+	for i := 0; i <= gridLines; i++ {
+		v := lagTop * float64(i) / gridLines
 		y := yLag(v)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", padLeft, y, chartW-padRight, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#1f77b4">%s</text>`+"\n", padLeft-6, y+4, trimFloat(v))
-	}
-	// Right axis (replicas), integer ticks.
-	step := math.Max(1, math.Ceil(repTop/5))
-	for v := 0.0; v <= repTop; v += step {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#2ca02c">%s</text>`+"\n", chartW-padRight+6, yRep(v)+4, trimFloat(v))
+		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", padLeft, y, chartW-padRight, y)
+		fmt.Fprintf(&b, `<text class="lag-tick" x="%d" y="%.1f" text-anchor="end" fill="#1f77b4">%s</text>`+"\n", padLeft-6, y+4, trimFloat(v))
+		r := repTop * float64(i) / gridLines
+		ry := yRep(r)
+		fmt.Fprintf(&b, `<line class="replica-tick" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#2ca02c"/>`+"\n", chartW-padRight, ry, chartW-padRight+4, ry)
+		fmt.Fprintf(&b, `<text class="replica-tick-label" x="%d" y="%.1f" fill="#2ca02c">%s</text>`+"\n", chartW-padRight+6, ry+4, trimFloat(r))
 	}
 	// Time axis.
 	tstep := niceCeil(end / 8)
@@ -81,6 +83,27 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 		}
 	}
 
+	// Cooldown: from the poll where the scaler went inactive to the poll
+	// where KEDA scaled to zero.
+	for i := 1; i < len(polls); i++ {
+		if polls[i].Active || !polls[i-1].Active || polls[i].Replicas == 0 {
+			continue
+		}
+		for j := i + 1; j < len(polls) && !polls[j].Active; j++ {
+			if polls[j].Replicas == 0 {
+				x0, x1 := x(polls[i].At.Seconds()), x(polls[j].At.Seconds())
+				fmt.Fprintf(&b, `<rect class="cooldown" x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#9467bd" fill-opacity="0.12"/>`+"\n", x0, padTop, x1-x0, plotH)
+				fmt.Fprintf(&b, `<text class="cooldown-label" x="%.1f" y="%d" text-anchor="middle" fill="#9467bd">cooldown</text>`+"\n", (x0+x1)/2, padTop+26)
+				break
+			}
+		}
+	}
+
+	// Activation threshold on the lag axis: above it, KEDA activates from 0.
+	ay := yLag(float64(o.activation))
+	fmt.Fprintf(&b, `<line id="activation" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d62728" stroke-dasharray="2 3"/>`+"\n", padLeft, ay, chartW-padRight, ay)
+	fmt.Fprintf(&b, `<text id="activation-label" x="%d" y="%.1f" fill="#d62728">activation %d</text>`+"\n", padLeft+4, ay-4, o.activation)
+
 	// Series.
 	var lag, metric, replicas []string
 	for i, p := range polls {
@@ -96,6 +119,23 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 	fmt.Fprintf(&b, `<polyline id="lag" fill="none" stroke="#1f77b4" stroke-width="2" points="%s"/>`+"\n", strings.Join(lag, " "))
 	fmt.Fprintf(&b, `<polyline id="metric" fill="none" stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="6 3" points="%s"/>`+"\n", strings.Join(metric, " "))
 	fmt.Fprintf(&b, `<path id="replicas" fill="none" stroke="#2ca02c" stroke-width="2.5" d="%s"/>`+"\n", strings.Join(replicas, " "))
+
+	// Peaks: the first poll reaching the highest lag and the most replicas.
+	peakLag, peakRep := polls[0], polls[0]
+	for _, p := range polls {
+		if p.TotalLag > peakLag.TotalLag {
+			peakLag = p
+		}
+		if p.Replicas > peakRep.Replicas {
+			peakRep = p
+		}
+	}
+	px, py := x(peakLag.At.Seconds()), yLag(float64(peakLag.TotalLag))
+	fmt.Fprintf(&b, `<circle id="peak-lag" cx="%.1f" cy="%.1f" r="3.5" fill="#1f77b4"/>`+"\n", px, py)
+	fmt.Fprintf(&b, `<text id="peak-lag-label" x="%.1f" y="%.1f" fill="#1f77b4">peak lag %d at %ss</text>`+"\n", px+6, py-6, peakLag.TotalLag, trimFloat(peakLag.At.Seconds()))
+	rx, ry := x(peakRep.At.Seconds()), yRep(float64(peakRep.Replicas))
+	fmt.Fprintf(&b, `<circle id="peak-replicas" cx="%.1f" cy="%.1f" r="3.5" fill="#2ca02c"/>`+"\n", rx, ry)
+	fmt.Fprintf(&b, `<text id="peak-replicas-label" x="%.1f" y="%.1f" fill="#2ca02c">peak %d replicas</text>`+"\n", rx+6, ry+14, peakRep.Replicas)
 
 	// Legend.
 	legend := []struct{ color, dash, label string }{
