@@ -304,6 +304,11 @@ func (s *azureCosmosDBScaler) Close(context.Context) error { return nil }
 // known writer writes: they were read as latest version, which undercounts
 // if the processor actually reads every version and delete.
 func (s *azureCosmosDBScaler) logUnknownModes(result lag.Result) {
+	// The scan is only worth doing when the line would be written: it runs
+	// on every poll, over every lease.
+	if !s.logger.V(1).Enabled() {
+		return
+	}
 	unknown, example := 0, ""
 	for _, l := range result.Leases {
 		if l.UnknownMode != "" {
