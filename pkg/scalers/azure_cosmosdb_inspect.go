@@ -2,47 +2,64 @@ package scalers
 
 // This file is NOT part of the in-tree drop-in. It is what this repository's
 // commands (cmd/cosmoslag, cmd/cosmosdb-external-scaler) know of the
-// azure-cosmosdb scaler: what it computed for each estimate, and its
-// parameters as its `keda:` tags declare them. Nothing here reads the
-// scaler's log.
+// azure-cosmosdb scaler: each estimate as the scaler made it (through the
+// same estimate method GetMetricsAndActivity uses), its parameters as its
+// `keda:` tags declare them, and the warnings its configuration draws.
 
 import (
+	"context"
+	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lag"
+	"k8s.io/metrics/pkg/apis/external_metrics"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
 // AzureCosmosDBTrigger is an azure-cosmosdb scaler's configuration as the
 // commands show it.
 type AzureCosmosDBTrigger struct {
-	// MetricName is the metric's name without KEDA's "s<index>-" prefix
-	// (KEDA adds it to an external scaler's name itself).
+	// MetricName is the metric's name without KEDA's "s<index>-" prefix.
 	MetricName            string
 	Processor             string
 	Threshold, Activation int64 // changeFeedLagThreshold, activationChangeFeedLagThreshold
 }
 
 // AzureCosmosDBEstimate is one estimate exactly as the scaler made it: the
-// per-lease result (leases, stale parents, requests, request charge,
-// duration), the summary it returned to KEDA and the thresholds it applied.
+// per-lease estimate, the summary it returned to KEDA and the thresholds
+// it applied.
 type AzureCosmosDBEstimate struct {
-	lag.Result
-	lag.Summary
+	azure.CosmosDBLagEstimate
+	azure.CosmosDBLagSummary
 	Threshold, Activation int64
-	// Err is the error the scaler returned; then Summary is zero and Result
-	// holds only the requests, request charge and duration of the attempt.
+	// Err is the error the scaler returned; then the summary is zero and
+	// the estimate holds only the requests, request charge and duration.
 	Err error
 }
 
+// observedAzureCosmosDBScaler is the scaler, with every estimate also
+// handed to observe before GetMetricsAndActivity returns.
+type observedAzureCosmosDBScaler struct {
+	*azureCosmosDBScaler
+	trigger AzureCosmosDBTrigger
+	observe func(AzureCosmosDBEstimate)
+}
+
+func (o observedAzureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
+	estimate, summary, err := o.estimate(ctx)
+	o.observe(AzureCosmosDBEstimate{CosmosDBLagEstimate: estimate, CosmosDBLagSummary: summary,
+		Threshold: o.trigger.Threshold, Activation: o.trigger.Activation, Err: err})
+	return azureCosmosDBMetrics(metricName, summary, err)
+}
+
 // NewObservedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler
-// does and has it call observe (if not nil) with every estimate it makes,
-// before GetMetricsAndActivity returns.
+// does; when observe is not nil, it is called with every estimate.
 func NewObservedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, observe func(AzureCosmosDBEstimate)) (Scaler, AzureCosmosDBTrigger, error) {
 	s, err := NewAzureCosmosDBScaler(config)
 	if err != nil {
@@ -52,22 +69,20 @@ func NewObservedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, observe 
 	m := cosmos.metadata
 	trigger := AzureCosmosDBTrigger{MetricName: cosmos.metricName(), Processor: m.ProcessorName,
 		Threshold: m.ChangeFeedLagThreshold, Activation: m.ActivationChangeFeedLagThreshold}
-	if observe != nil {
-		cosmos.observe = func(r lag.Result, s lag.Summary, err error) {
-			observe(AzureCosmosDBEstimate{Result: r, Summary: s, Threshold: trigger.Threshold, Activation: trigger.Activation, Err: err})
-		}
+	if observe == nil {
+		return cosmos, trigger, nil
 	}
-	return cosmos, trigger, nil
+	return observedAzureCosmosDBScaler{azureCosmosDBScaler: cosmos, trigger: trigger, observe: observe}, trigger, nil
 }
 
 // AzureCosmosDBParameter is one trigger parameter, read from the scaler's
 // `keda:` tags.
 type AzureCosmosDBParameter struct {
 	Name string
-	// Secret: the value is a credential (an account.Secret field).
+	// Secret: the value is a credential (an azure.CosmosDBSecret field).
 	Secret bool
 	// Account: the parameter chooses an account or its credential (a field
-	// of account.Settings).
+	// of azure.CosmosDBAuth).
 	Account bool
 	// FromEnv: the parameter may instead name a variable of the scale
 	// target's environment, as <Name>FromEnv.
@@ -77,14 +92,69 @@ type AzureCosmosDBParameter struct {
 // AzureCosmosDBParameters lists the trigger's parameters in declaration order.
 func AzureCosmosDBParameters() []AzureCosmosDBParameter {
 	accountParams := map[string]bool{}
-	for _, p := range cosmosDBParameters(reflect.TypeFor[account.Settings]()) {
-		accountParams[p.name] = true
+	for _, p := range cosmosDBParameters(reflect.TypeFor[azure.CosmosDBAuth]()) {
+		accountParams[p.Name] = true
 	}
-	var out []AzureCosmosDBParameter
-	for _, p := range cosmosDBParameters(reflect.TypeFor[azureCosmosDBMetadata]()) {
-		out = append(out, AzureCosmosDBParameter{Name: p.name, Secret: p.secret, Account: accountParams[p.name], FromEnv: p.fromEnv})
+	params := cosmosDBParameters(reflect.TypeFor[azureCosmosDBMetadata]())
+	for i := range params {
+		params[i].Account = accountParams[params[i].Name]
 	}
-	return out
+	return params
+}
+
+// cosmosDBParameters reads the keda: tags of t as KEDA's typed config does,
+// nested structs included, in declaration order.
+func cosmosDBParameters(t reflect.Type) []AzureCosmosDBParameter {
+	var params []AzureCosmosDBParameter
+	for field := range t.Fields() {
+		tag, ok := field.Tag.Lookup("keda")
+		if !ok {
+			continue
+		}
+		var names []string
+		fromEnv := false
+		for part := range strings.SplitSeq(tag, ",") {
+			key, value, _ := strings.Cut(strings.TrimSpace(part), "=")
+			switch key {
+			case "name":
+				names = strings.Split(value, ";")
+			case "order":
+				fromEnv = strings.Contains(value, string(scalersconfig.ResolvedEnv))
+			}
+		}
+		if len(names) == 0 && field.Type.Kind() == reflect.Struct {
+			params = append(params, cosmosDBParameters(field.Type)...)
+		}
+		for _, name := range names {
+			params = append(params, AzureCosmosDBParameter{Name: strings.TrimSpace(name), FromEnv: fromEnv,
+				Secret: field.Type == reflect.TypeFor[azure.CosmosDBSecret]()})
+		}
+	}
+	return params
+}
+
+// AzureCosmosDBWarnings lists, in the scaler's wording, what in a trigger's
+// metadata parses but is probably a mistake: secrets given in plain
+// metadata, and keys the trigger does not know (inside KEDA, its typed
+// config reports those when KEDA_CHECK_UNEXPECTED_SCALERS_PARAMS is
+// enabled). ignore holds keys that are not the trigger's but expected (an
+// external scaler's own). Key names only, never a value.
+func AzureCosmosDBWarnings(triggerMetadata map[string]string, ignore ...string) []string {
+	var warnings []string
+	if names := plainCosmosDBSecrets(triggerMetadata); len(names) > 0 {
+		warnings = append(warnings, fmt.Sprintf("Warning: secret parameter(s) %s of scaler azure-cosmosdb given in plain trigger metadata; move them to a TriggerAuthentication", strings.Join(names, ", ")))
+	}
+	known := map[string]bool{}
+	for _, p := range AzureCosmosDBParameters() {
+		known[p.Name] = true
+		known[p.Name+"FromEnv"] = p.FromEnv
+	}
+	for _, key := range slices.Sorted(maps.Keys(triggerMetadata)) {
+		if !known[key] && !slices.Contains(ignore, key) {
+			warnings = append(warnings, fmt.Sprintf("Unmatched input property %s in scaler azure-cosmosdb", key))
+		}
+	}
+	return warnings
 }
 
 var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -105,8 +175,10 @@ func (s *Secrets) Add(values ...string) {
 			continue
 		}
 		s.values = append(s.values, v)
-		if _, key, err := account.SplitConnectionString(v); err == nil && key != "" && key != v {
-			s.values = append(s.values, key)
+		for part := range strings.SplitSeq(v, ";") {
+			if name, key, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(strings.TrimSpace(name), "AccountKey") && key != "" {
+				s.values = append(s.values, strings.TrimSpace(key))
+			}
 		}
 	}
 }

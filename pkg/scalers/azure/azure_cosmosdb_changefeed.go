@@ -1,0 +1,280 @@
+package azure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// errCosmosDBStaleParent marks a lease whose range split or merged: 410 Gone
+// with substatus 1002, or an EPK range that now spans several physical
+// ranges. The processor replaces such a lease the next time it runs.
+var errCosmosDBStaleParent = errors.New("lease belongs to a partition key range that split or merged")
+
+// cosmosDBPartitionKeyRange is one physical partition, covering effective
+// partition keys [MinInclusive, MaxExclusive): upper-case hex compared
+// ordinally, "" lowest and "FF" highest.
+type cosmosDBPartitionKeyRange struct {
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents"`
+}
+
+// cosmosDBPositionReader reads where leases stand in the monitored
+// container's change feed. It keeps the container's physical ranges across
+// polls, refreshed only when a lease shows they may be stale.
+type cosmosDBPositionReader struct {
+	client              *CosmosDBClient
+	database, container string
+
+	mu      sync.Mutex
+	ranges  []cosmosDBPartitionKeyRange
+	version uint64 // bumped on every load, so concurrent refreshes coalesce
+}
+
+// lag is one lease's pending work, from exactly one read of at most one
+// change after its checkpoint: none (304 or an empty page) is 0, else the
+// session LSN minus the first change's LSN, plus one. pendingSince is when
+// that first change was made (zero without one).
+func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (lag int64, pendingSince time.Time, err error) {
+	rangeID, minEPK, maxEPK, err := r.target(ctx, l)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
+	}
+	lag, pendingSince, err = r.read(ctx, l, rangeID, minEPK, maxEPK)
+	if isCosmosDBRangeGone(err) {
+		r.mu.Lock()
+		r.ranges = nil // known stale: the split retry reloads them
+		r.mu.Unlock()
+		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
+	}
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("lease %s (partition key range %s): %w", cosmosDBExcerpt(l.Token), rangeID, err)
+	}
+	return lag, pendingSince, nil
+}
+
+// target is the physical range a lease is read through and, for an EPK
+// lease covering only part of it, the EPK bounds of the read.
+func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, err error) {
+	if !l.EPK {
+		return l.Token, "", "", nil
+	}
+	covering, err := r.covering(ctx, l, false)
+	if err == nil && len(covering) != 1 {
+		covering, err = r.covering(ctx, l, true) // the cached list may predate a merge
+	}
+	switch {
+	case err != nil:
+		return "", "", "", err
+	case len(covering) == 0:
+		return "", "", "", fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
+	case len(covering) > 1:
+		return "", "", "", fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
+	}
+	if pk := covering[0]; pk.MinInclusive != l.Min || pk.MaxExclusive != l.Max {
+		return pk.ID, l.Min, l.Max, nil
+	}
+	return covering[0].ID, "", "", nil
+}
+
+// covering returns the cached ranges that intersect the lease's, loading
+// them first when there are none or when reload is set.
+func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, reload bool) ([]cosmosDBPartitionKeyRange, error) {
+	r.mu.Lock()
+	seen, loaded := r.version, r.ranges != nil
+	r.mu.Unlock()
+	if !loaded || reload {
+		if err := r.load(ctx, seen); err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []cosmosDBPartitionKeyRange
+	for _, pk := range r.ranges {
+		if pk.MinInclusive < l.Max && l.Min < pk.MaxExclusive {
+			out = append(out, pk)
+		}
+	}
+	return out, nil
+}
+
+// load reads every page of the container's partition key ranges, without
+// the ranges a split or merge replaced, unless they were reloaded since
+// version seen.
+func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.version != seen && r.ranges != nil {
+		return nil // another read reloaded them meanwhile
+	}
+	operation := fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container))
+	var all []cosmosDBPartitionKeyRange
+	pkranges := r.client.resource("dbs", r.database, "colls", r.container, "pkranges")
+	for continuation := ""; ; {
+		req, err := r.client.newRequest(ctx, http.MethodGet, pkranges)
+		if err != nil {
+			return err
+		}
+		if continuation != "" {
+			req.Raw().Header.Set("x-ms-continuation", continuation)
+		}
+		resp, body, err := r.client.do(req, operation, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("%s: malformed response body: %w", operation, err)
+		}
+		all = append(all, page.PartitionKeyRanges...)
+		if continuation = resp.Header.Get("x-ms-continuation"); continuation == "" {
+			break
+		}
+	}
+	replaced := map[string]bool{}
+	for _, pk := range all {
+		for _, parent := range pk.Parents {
+			replaced[parent] = true
+		}
+	}
+	var live []cosmosDBPartitionKeyRange
+	for _, pk := range all {
+		if !replaced[pk.ID] {
+			live = append(live, pk)
+		}
+	}
+	if len(live) == 0 {
+		return errors.New(operation + ": the service listed no ranges")
+	}
+	r.ranges = live
+	r.version++
+	return nil
+}
+
+// read sends the change feed read of at most one change after the lease's
+// continuation, in the lease's mode, to a range or an EPK part of it.
+func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
+	req, err := r.client.newRequest(ctx, http.MethodGet, r.client.resource("dbs", r.database, "colls", r.container, "docs"))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	h := req.Raw().Header
+	h.Set("A-IM", "Incremental feed")
+	if l.AllVersionsAndDeletes {
+		// What the SDKs send for ChangeFeedMode.AllVersionsAndDeletes; the
+		// wire format version selects the shape that separates each
+		// change's metadata from its item.
+		h.Set("A-IM", "Full-Fidelity Feed")
+		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
+	}
+	h.Set("If-None-Match", l.Continuation)
+	h.Set("x-ms-max-item-count", "1")
+	h.Set("x-ms-documentdb-partitionkeyrangeid", rangeID)
+	if minEPK != "" || maxEPK != "" {
+		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
+		h.Set("x-ms-start-epk", minEPK)
+		h.Set("x-ms-end-epk", maxEPK)
+	}
+	resp, body, err := r.client.do(req, "read change feed", http.StatusOK, http.StatusNotModified)
+	if err != nil || resp.StatusCode == http.StatusNotModified {
+		return 0, time.Time{}, err
+	}
+	first, since, ok, err := firstCosmosDBChange(body, l.AllVersionsAndDeletes)
+	if err != nil || !ok {
+		return 0, time.Time{}, err
+	}
+	session, err := cosmosDBSessionLSN(resp.Header.Get("x-ms-session-token"), rangeID)
+	switch {
+	case err != nil:
+		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
+	case session < first:
+		return 0, since, nil // the service's view is behind the change it served
+	case session-first == math.MaxInt64:
+		return math.MaxInt64, since, nil
+	}
+	return session - first + 1, since, nil
+}
+
+// firstCosmosDBChange returns the LSN and time of a page's first change:
+// the item's _lsn and _ts for latest versions, the change's metadata.lsn
+// and crts for all versions and deletes (a delete has no item, and an
+// item's _lsn is its latest version's).
+func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at time.Time, ok bool, err error) {
+	var page struct {
+		Documents []struct {
+			LSN      json.RawMessage `json:"_lsn"`
+			TS       json.RawMessage `json:"_ts"`
+			Metadata *struct {
+				LSN  json.RawMessage `json:"lsn"`
+				CRTS json.RawMessage `json:"crts"`
+			} `json:"metadata"`
+		}
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("read change feed: malformed response body: %w", err)
+	}
+	if len(page.Documents) == 0 {
+		return 0, time.Time{}, false, nil
+	}
+	change, field, ts := page.Documents[0], "_lsn", page.Documents[0].TS
+	raw := change.LSN
+	if allVersionsAndDeletes {
+		if change.Metadata == nil {
+			return 0, time.Time{}, false, errors.New("read change feed: first change has no metadata")
+		}
+		raw, field, ts = change.Metadata.LSN, "metadata.lsn", change.Metadata.CRTS
+	}
+	lsn, err = strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || lsn < 0 {
+		return 0, time.Time{}, false, fmt.Errorf("read change feed: first change's %s is not a non-negative 64-bit integer", field)
+	}
+	if seconds, err := strconv.ParseInt(string(ts), 10, 64); err == nil && seconds > 0 {
+		at = time.Unix(seconds, 0)
+	}
+	return lsn, at, true, nil
+}
+
+// cosmosDBSessionLSN reads the global LSN from x-ms-session-token. The
+// service writes "{rangeId}:{token}" (entries comma-separated when
+// several), where token is "12345", "-1#12345" or "1#12345#1=12340": the
+// LSN is the second '#' field when there is one, else the only field.
+func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
+	entry := strings.TrimSpace(header)
+	if entry == "" {
+		return 0, errors.New("response has no x-ms-session-token")
+	}
+	if strings.Contains(entry, ",") {
+		entry = ""
+		for e := range strings.SplitSeq(header, ",") {
+			if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); id == rangeID {
+				entry = strings.TrimSpace(e)
+			}
+		}
+		if entry == "" {
+			return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
+		}
+	}
+	_, token, ok := strings.Cut(entry, ":")
+	if !ok {
+		return 0, errors.New("malformed session token: no range id")
+	}
+	field, rest, versioned := strings.Cut(token, "#")
+	if versioned {
+		field, _, _ = strings.Cut(rest, "#")
+	}
+	lsn, err := strconv.ParseInt(field, 10, 64)
+	if err != nil || lsn < 0 {
+		return 0, errors.New("malformed session token: LSN is not a non-negative 64-bit integer")
+	}
+	return lsn, nil
+}

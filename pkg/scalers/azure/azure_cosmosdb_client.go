@@ -1,0 +1,248 @@
+package azure
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+)
+
+const (
+	cosmosDBAPIVersion = "2020-11-05" // the version azcosmos v1.5.0 speaks
+	// cosmosDBCapabilities declares what this client supports, as the SDKs
+	// do on every request: bit 0 is PartitionMerge. Accounts with partition
+	// merge enabled refuse clients that do not declare it.
+	cosmosDBCapabilities = "1"
+	// cosmosDBMaxResponseBytes bounds one response body; the service caps
+	// a page at 4 MB.
+	cosmosDBMaxResponseBytes = 16 << 20
+	// cosmosDBSubStatusRangeGone with a 410: the partition key range split
+	// or merged.
+	cosmosDBSubStatusRangeGone = 1002
+)
+
+// cosmosDBRetry retries transport errors, 408, 429, 449 (Cosmos DB's
+// "retry with") and 5xx up to three times within a poll, after the
+// service's x-ms-retry-after-ms when it gives one. A retry-after beyond
+// MaxRetryDelay returns the 429 at once, so the poll fails saying it was
+// throttled instead of waiting out its deadline.
+var cosmosDBRetry = policy.RetryOptions{
+	MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
+	StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
+}
+
+// CosmosDBClient sends REST requests to one account through one azcore
+// pipeline: retries, then per try the usage count, the version, date and
+// capability headers, and the signature (account key or bearer token).
+type CosmosDBClient struct {
+	account  *CosmosDBAccount
+	pipeline runtime.Pipeline
+}
+
+// NewCosmosDBClient builds the pipeline for an account; transport is KEDA's
+// shared HTTP client, whose timeout (GlobalHTTPTimeout) bounds each try.
+func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
+	var sign policy.Policy = cosmosDBKeyPolicy{key: account.key}
+	if !account.UsesKey() {
+		scope := account.scope
+		sign = runtime.NewBearerTokenPolicy(account.token, []string{scope}, &policy.BearerTokenOptions{
+			AuthorizationHandler: policy.AuthorizationHandler{OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
+				if err := authorize(policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
+					return err
+				}
+				// azcore wrote "Bearer <token>"; Cosmos DB wants its own form.
+				h := req.Raw().Header
+				h.Set("Authorization", "type=aad&ver=1.0&sig="+strings.TrimPrefix(h.Get("Authorization"), "Bearer "))
+				return nil
+			}},
+			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(account.Endpoint.Hostname()),
+		})
+	}
+	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
+		PerRetry: []policy.Policy{cosmosDBUsagePolicy{}, cosmosDBHeadersPolicy{}, sign},
+	}, &policy.ClientOptions{Transport: transport, Retry: cosmosDBRetry})
+	return &CosmosDBClient{account: account, pipeline: pipeline}
+}
+
+// cosmosDBResource is what a request addresses: its URL, and the resource
+// type and link a master-key signature covers. For dbs/d/colls/c the type
+// is "colls" and the link the whole path; for a feed such as
+// dbs/d/colls/c/docs the type is "docs" and the link its parent.
+type cosmosDBResource struct{ url, typ, link string }
+
+func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
+	r := cosmosDBResource{url: c.account.Endpoint.JoinPath(segments...).String()}
+	if n := len(segments); n%2 == 0 {
+		r.typ, r.link = segments[n-2], strings.Join(segments, "/")
+	} else {
+		r.typ, r.link = segments[n-1], strings.Join(segments[:n-1], "/")
+	}
+	return r
+}
+
+type cosmosDBResourceKey struct{}
+
+// newRequest builds a request for r; its body is read by do, under a cap.
+func (c *CosmosDBClient) newRequest(ctx context.Context, method string, r cosmosDBResource) (*policy.Request, error) {
+	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
+	if err != nil {
+		return nil, err
+	}
+	runtime.SkipBodyDownload(req)
+	return req, nil
+}
+
+// do sends req and returns the status, headers and body of an answer whose
+// status is one of ok; any other answer is a *CosmosDBResponseError.
+func (c *CosmosDBClient) do(req *policy.Request, operation string, ok ...int) (*http.Response, []byte, error) {
+	resp, err := c.pipeline.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", operation, err)
+	}
+	defer resp.Body.Close()
+	if !slices.Contains(ok, resp.StatusCode) {
+		return nil, nil, newCosmosDBResponseError(operation, resp)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: reading response: %w", operation, err)
+	}
+	if len(body) > cosmosDBMaxResponseBytes {
+		return nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
+	}
+	return resp, body, nil
+}
+
+// cosmosDBHeadersPolicy stamps every try with the API version, the SDK
+// capabilities and a fresh x-ms-date: the service refuses skewed dates and
+// the master-key signature covers the date, so it runs before signing.
+type cosmosDBHeadersPolicy struct{}
+
+func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
+	h := req.Raw().Header
+	h.Set("x-ms-version", cosmosDBAPIVersion)
+	h.Set("x-ms-cosmos-sdk-supportedcapabilities", cosmosDBCapabilities)
+	h.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
+	return req.Next()
+}
+
+// cosmosDBKeyPolicy signs with the account key, as the REST API documents:
+// HMAC-SHA256 over verb, resource type, resource link and date.
+type cosmosDBKeyPolicy struct{ key []byte }
+
+func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	r, ok := raw.Context().Value(cosmosDBResourceKey{}).(cosmosDBResource)
+	if !ok {
+		return nil, errors.New("request has no Cosmos DB resource to sign")
+	}
+	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, r.typ, r.link, raw.Header.Get("x-ms-date")))
+	return req.Next()
+}
+
+func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date string) string {
+	payload := strings.ToLower(verb) + "\n" + strings.ToLower(resourceType) + "\n" + resourceLink + "\n" + strings.ToLower(date) + "\n\n"
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(payload))
+	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+}
+
+// cosmosDBUsage counts the requests (every try) and request units of a poll.
+type cosmosDBUsage struct {
+	mu       sync.Mutex
+	requests int64
+	charge   float64
+}
+
+type cosmosDBUsageKey struct{}
+
+// cosmosDBUsagePolicy adds every try and its x-ms-request-charge to the
+// usage its context carries, whether or not the try got an answer.
+type cosmosDBUsagePolicy struct{}
+
+func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
+		var charge float64
+		if resp != nil {
+			charge, _ = strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
+		}
+		u.mu.Lock()
+		u.requests++
+		u.charge += max(charge, 0)
+		u.mu.Unlock()
+	}
+	return resp, err
+}
+
+// CosmosDBResponseError is a non-success answer. Its message carries the
+// operation, status, substatus and the service's error code and message,
+// never a request header.
+type CosmosDBResponseError struct {
+	Operation  string
+	StatusCode int
+	SubStatus  int
+	Code       string
+	Message    string
+	ActivityID string
+}
+
+func (e *CosmosDBResponseError) Error() string {
+	msg := fmt.Sprintf("%s: HTTP %d", e.Operation, e.StatusCode)
+	if e.SubStatus != 0 {
+		msg += fmt.Sprintf(" substatus %d", e.SubStatus)
+	}
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.StatusCode == http.StatusTooManyRequests {
+		msg += " (throttled)"
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.ActivityID != "" {
+		msg += " (activity " + e.ActivityID + ")"
+	}
+	return msg
+}
+
+// isCosmosDBRangeGone reports 410 Gone with substatus 1002, the only answer
+// the trigger treats as a split or merge.
+func isCosmosDBRangeGone(err error) bool {
+	var re *CosmosDBResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
+}
+
+func newCosmosDBResponseError(operation string, resp *http.Response) *CosmosDBResponseError {
+	e := &CosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("x-ms-activity-id"))}
+	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("x-ms-substatus"))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var payload struct{ Code, Message string }
+	if json.Unmarshal(body, &payload) == nil {
+		e.Code = cosmosDBExcerpt(payload.Code)
+		// The first line, at most 200 bytes: the service's messages go on
+		// with request diagnostics.
+		e.Message, _, _ = strings.Cut(payload.Message, "\n")
+		if len(e.Message) > 200 {
+			e.Message = strings.ToValidUTF8(e.Message[:200], "")
+		}
+		e.Message = strings.TrimRight(e.Message, "\r")
+	}
+	return e
+}

@@ -1,0 +1,306 @@
+package azure
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/go-logr/logr"
+
+	"github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+)
+
+// CosmosDBAuth holds the azure-cosmosdb trigger's account and credential
+// parameters. The scaler embeds it in its metadata, so KEDA's typed config
+// fills it from the TriggerAuthentication, the scale target's environment
+// (...FromEnv) and the trigger metadata, in that order.
+type CosmosDBAuth struct {
+	Connection      CosmosDBSecret `keda:"name=connection,       order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseConnection CosmosDBSecret `keda:"name=leaseConnection,  order=authParams;resolvedEnv;triggerMetadata, optional"`
+	Endpoint        string         `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
+	LeaseEndpoint   string         `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
+	Key             CosmosDBSecret `keda:"name=cosmosDBKey,      order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseKey        CosmosDBSecret `keda:"name=leaseCosmosDBKey, order=authParams;resolvedEnv;triggerMetadata, optional"`
+
+	TenantID     string         `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
+	ClientID     string         `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
+	ClientSecret CosmosDBSecret `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
+
+	Cloud                   string `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
+	CosmosDBResourceURL     string `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
+	ActiveDirectoryEndpoint string `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
+
+	// PodIdentity is the TriggerAuthentication's pod identity, not a parameter.
+	PodIdentity v1alpha1.AuthPodIdentity
+}
+
+// CosmosDBSecret is a parameter value that holds a credential. It formats
+// as "[redacted]", so printing the parameters never shows one.
+type CosmosDBSecret string
+
+func (CosmosDBSecret) String() string   { return "[redacted]" }
+func (CosmosDBSecret) GoString() string { return `"[redacted]"` }
+
+// CosmosDBAccount is one account endpoint and the credential used for it:
+// an account key or an Entra ID token for scope.
+type CosmosDBAccount struct {
+	Endpoint *url.URL
+	key      []byte
+	token    azcore.TokenCredential
+	scope    string
+}
+
+// UsesKey reports whether requests to the account are signed with its key.
+func (a *CosmosDBAccount) UsesKey() bool { return a.key != nil }
+
+// ResolveCosmosDBAccounts picks the data and the lease account and their
+// credentials, each independently: a connection string wins over endpoint
+// and key; else an account key given for that endpoint; else a bearer token
+// (workload identity when configured, else a service principal). Without
+// leaseConnection and leaseEndpoint the lease account is the data account.
+// Errors name the parameter and never quote a secret.
+func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBAccount, err error) {
+	data, err = resolveCosmosDBAccount(auth.Connection, auth.Endpoint, auth.Key, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case auth.LeaseConnection != "" || auth.LeaseEndpoint != "":
+		if lease, err = resolveCosmosDBAccount(auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
+			return nil, nil, err
+		}
+	case auth.LeaseKey != "":
+		return nil, nil, errors.New("leaseCosmosDBKey is set but neither leaseEndpoint nor leaseConnection is: the lease key is only used with an explicit lease account")
+	default:
+		copied := *data
+		lease = &copied
+	}
+	// Bearer-token settings only matter, and are only checked, when an
+	// account has no key.
+	if data.UsesKey() && lease.UsesKey() {
+		return data, lease, nil
+	}
+	cred, scope, err := newCosmosDBTokenCredential(auth, transport, logger)
+	if err != nil {
+		keyless := "endpoint"
+		if !lease.UsesKey() && (auth.LeaseConnection != "" || auth.LeaseEndpoint != "") {
+			keyless = "leaseEndpoint"
+			if !data.UsesKey() {
+				keyless = "endpoint and leaseEndpoint"
+			}
+		}
+		return nil, nil, fmt.Errorf("%s without an account key: %w", keyless, err)
+	}
+	for _, a := range []*CosmosDBAccount{data, lease} {
+		if !a.UsesKey() {
+			a.token, a.scope = cred, scope
+		}
+	}
+	return data, lease, nil
+}
+
+// resolveCosmosDBAccount applies the precedence to one account; prefix is ""
+// for the data account and "lease" for the lease account's parameters.
+func resolveCosmosDBAccount(connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBAccount, error) {
+	connectionParam, endpointParam, keyParam := "connection", "endpoint", "cosmosDBKey"
+	if prefix != "" {
+		connectionParam, endpointParam, keyParam = "leaseConnection", "leaseEndpoint", "leaseCosmosDBKey"
+	}
+	if connection != "" {
+		endpoint, key, err := splitCosmosDBConnectionString(string(connection))
+		if err == nil && (endpoint == "" || key == "") {
+			err = errors.New("connection string needs both AccountEndpoint and AccountKey")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", connectionParam, err)
+		}
+		return newCosmosDBAccount(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
+	}
+	if endpoint == "" {
+		if key != "" {
+			return nil, fmt.Errorf("%s is set but %s is not: an account key needs the endpoint it belongs to", keyParam, endpointParam)
+		}
+		return nil, fmt.Errorf("no %s: set %s, or %s with an account key or bearer-token authentication", endpointParam, connectionParam, endpointParam)
+	}
+	return newCosmosDBAccount(endpoint, string(key), endpointParam, keyParam)
+}
+
+func newCosmosDBAccount(endpoint, key, endpointParam, keyParam string) (*CosmosDBAccount, error) {
+	u, err := parseCosmosDBEndpoint(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", endpointParam, err)
+	}
+	if key == "" {
+		return &CosmosDBAccount{Endpoint: u}, nil
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(key))
+	if err != nil || len(k) == 0 {
+		return nil, fmt.Errorf("%s: account key is not valid non-empty base64", keyParam)
+	}
+	return &CosmosDBAccount{Endpoint: u, key: k}, nil
+}
+
+// splitCosmosDBConnectionString returns a connection string's AccountEndpoint
+// and AccountKey ("" when missing). Names match case-insensitively and
+// other parts are ignored, as in the SDKs. Errors never quote the input.
+func splitCosmosDBConnectionString(connection string) (endpoint, key string, err error) {
+	for part := range strings.SplitSeq(connection, ";") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if !ok {
+			return "", "", errors.New("malformed connection string: every part must be Name=Value")
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "accountendpoint":
+			endpoint = strings.TrimSpace(value)
+		case "accountkey":
+			key = strings.TrimSpace(value)
+		}
+	}
+	return endpoint, key, nil
+}
+
+// maxCosmosDBHostLength is the DNS limit; a longer host cannot resolve.
+const maxCosmosDBHostLength = 253
+
+// parseCosmosDBEndpoint checks an account endpoint and normalises it to
+// scheme://host[:port]/.
+func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(endpoint))
+	switch {
+	case err != nil:
+		return nil, errors.New("not a valid URL")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Errorf("scheme must be https, got %q", cosmosDBExcerpt(u.Scheme))
+	case u.Hostname() == "":
+		return nil, errors.New("URL has no host")
+	case len(u.Hostname()) > maxCosmosDBHostLength:
+		return nil, fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxCosmosDBHostLength, len(u.Hostname()))
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return nil, errors.New("URL must not carry user info, query or fragment")
+	case strings.Trim(u.Path, "/") != "":
+		return nil, fmt.Errorf("URL must not have a path, got %q", cosmosDBExcerpt(u.Path))
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
+}
+
+// newCosmosDBTokenCredential builds the bearer-token credential shared by
+// every account without a key, and its scope "<resource>/.default".
+func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+	settings := map[string]string{"cloud": auth.Cloud, "cosmosDBResourceURL": auth.CosmosDBResourceURL, DefaultActiveDirectoryEndpointKey: auth.ActiveDirectoryEndpoint}
+	resource, err := ParseEnvironmentProperty(settings, "cosmosDBResourceURL", func(env AzEnvironment) (string, error) {
+		return env.ResourceIdentifiers.CosmosDB, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkCosmosDBHTTPSURL(resource); err != nil {
+		return nil, "", fmt.Errorf("cosmosDBResourceURL: %w", err)
+	}
+	scope := strings.TrimSuffix(resource, "/") + "/.default"
+
+	switch auth.PodIdentity.Provider {
+	case v1alpha1.PodIdentityProviderAzureWorkload:
+		// KEDA's chain: client, tenant and authority host from the pod
+		// identity or the webhook-injected AZURE_* environment.
+		cred, err := NewChainedCredential(logger, auth.PodIdentity)
+		if err != nil {
+			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
+		}
+		return cred, scope, nil
+	case "", v1alpha1.PodIdentityProviderNone:
+	default:
+		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
+	}
+	if err := checkCosmosDBServicePrincipal(auth); err != nil {
+		return nil, "", err
+	}
+	authority, err := ParseActiveDirectoryEndpoint(settings)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w for service-principal authentication", err)
+	}
+	if err := checkCosmosDBHTTPSURL(authority); err != nil {
+		return nil, "", fmt.Errorf("activeDirectoryEndpoint: %w", err)
+	}
+	options := &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}},
+		// A private cloud's authority is unknown to the public cloud's
+		// instance discovery.
+		DisableInstanceDiscovery: strings.EqualFold(auth.Cloud, PrivateCloud),
+	}
+	cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
+	if err != nil {
+		return nil, "", fmt.Errorf("tenantId/clientId: %w", err) // azidentity's message holds no secret
+	}
+	return cred, scope, nil
+}
+
+func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {
+	var missing []string
+	for _, p := range []struct{ name, value string }{{"tenantId", auth.TenantID}, {"clientId", auth.ClientID}, {"clientSecret", string(auth.ClientSecret)}} {
+		if p.value == "" {
+			missing = append(missing, p.name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 3:
+		return errors.New("an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret (or give cosmosDBKey/leaseCosmosDBKey or a connection string)")
+	}
+	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
+}
+
+// checkCosmosDBHTTPSURL accepts absolute https URLs, and http to loopback
+// hosts (local token services in tests).
+func checkCosmosDBHTTPSURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return errors.New("not an absolute URL")
+	case u.Scheme != "https" && (u.Scheme != "http" || !isCosmosDBLoopback(u.Hostname())):
+		return fmt.Errorf("scheme must be https, got %q", cosmosDBExcerpt(u.Scheme))
+	case len(u.Hostname()) > maxCosmosDBHostLength:
+		return fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxCosmosDBHostLength, len(u.Hostname()))
+	}
+	return nil
+}
+
+// isCosmosDBLoopback reports whether host names this machine: tokens go
+// over plain HTTP only there (local emulators and tests).
+func isCosmosDBLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// cosmosDBAccountName is the account part of a host as lease ids carry it:
+// the first DNS label, or the whole host for IPs and single labels.
+func cosmosDBAccountName(host string) string {
+	host = strings.ToLower(host)
+	if net.ParseIP(host) != nil || !strings.Contains(host, ".") {
+		return host
+	}
+	label, _, _ := strings.Cut(host, ".")
+	return label
+}
+
+// cosmosDBExcerpt echoes a user-supplied value in an error: whole up to
+// Cosmos DB's id limit (255 characters), else its first 32 characters and
+// its length, so no input makes a message large. Never given a secret.
+func cosmosDBExcerpt(value string) string {
+	if len(value) <= 255 || utf8.RuneCountInString(value) <= 255 {
+		return value
+	}
+	// 32 characters fit in 128 bytes of UTF-8.
+	return fmt.Sprintf("%s… (%d bytes)", string([]rune(value[:128])[:32]), len(value))
+}

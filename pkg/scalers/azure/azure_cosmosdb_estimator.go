@@ -1,0 +1,237 @@
+package azure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// CosmosDBReadConcurrency bounds the per-lease change feed reads in flight
+// in one poll. Each read is about 1 RU on its own partition, so the bound
+// limits sockets and memory, not RU load; round trips dominate a poll, and
+// BENCHMARKS.md shows where more reads in flight stop helping.
+const CosmosDBReadConcurrency = 256
+
+// CosmosDBContainers names the monitored and the lease container and the
+// processor whose leases are read.
+type CosmosDBContainers struct {
+	Database, Container           string
+	LeaseDatabase, LeaseContainer string
+	Processor                     string
+}
+
+// CosmosDBLeaseLag is one lease's estimate.
+type CosmosDBLeaseLag struct {
+	CosmosDBLease
+	Lag int64
+	// PendingSince is when the first pending change was made (zero
+	// without lag, or when the service gave no timestamp).
+	PendingSince time.Time
+	StaleParent  bool // its range split or merged: no lag could be read
+}
+
+// CosmosDBLagEstimate is the outcome of one poll.
+type CosmosDBLagEstimate struct {
+	Leases       []CosmosDBLeaseLag // sorted by lease token
+	StaleParents int
+	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
+	Documents    int  // documents the lease query returned, leases or not
+	// Requests (every try) and the request units they were charged, and
+	// the poll's duration; also set when the estimate fails.
+	Requests      int64
+	RequestCharge float64
+	Duration      time.Duration
+}
+
+// CosmosDBLagSummary is the trigger's arithmetic over one estimate.
+type CosmosDBLagSummary struct {
+	TotalLag         int64 // sum of positive lease lags
+	ActivePartitions int64 // leases with lag
+	Metric           int64 // min(TotalLag, ActivePartitions * threshold)
+	Active           bool  // TotalLag > activation threshold
+}
+
+// Summarize applies the trigger's cap, so that with AverageValue the HPA
+// never asks for more replicas than partitions with pending work:
+//
+//	metric = min(totalLag, activePartitions * threshold)
+//
+// A stale parent lease has no readable lag but the processor must run to
+// replace it: the total is raised to activation + 1 if not above it
+// already, and, only when nothing else lags, one partition counts as
+// active. Sums and products saturate instead of wrapping.
+func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagSummary {
+	var s CosmosDBLagSummary
+	for _, l := range e.Leases {
+		if l.Lag > 0 {
+			s.TotalLag = min(s.TotalLag, math.MaxInt64-l.Lag) + l.Lag
+			s.ActivePartitions++
+		}
+	}
+	if e.StaleParents > 0 {
+		s.TotalLag = max(s.TotalLag, min(activation, math.MaxInt64-1)+1)
+		s.ActivePartitions = max(s.ActivePartitions, 1)
+	}
+	capped := int64(math.MaxInt64)
+	if threshold <= 0 || s.ActivePartitions <= math.MaxInt64/threshold {
+		capped = s.ActivePartitions * threshold
+	}
+	s.Metric = min(s.TotalLag, capped)
+	s.Active = s.TotalLag > activation
+	return s
+}
+
+// CosmosDBLagEstimator estimates a processor's pending change feed work:
+// one lease query (every page), then one change feed read per lease,
+// concurrently, starting as soon as the first page arrives.
+type CosmosDBLagEstimator struct {
+	data, leases *CosmosDBClient
+	names        CosmosDBContainers
+	positions    *cosmosDBPositionReader
+
+	mu    sync.Mutex
+	scope *cosmosDBLeaseScope // the monitored container's RIDs, cached across polls
+}
+
+// NewCosmosDBLagEstimator returns an estimator; it sends no request until
+// Estimate.
+func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
+	return &CosmosDBLagEstimator{data: data, leases: leases, names: names,
+		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container}}
+}
+
+// Estimate runs one poll. Only a split (410/1002, or an EPK lease spanning
+// several ranges) leads to one complete lease refresh and one retry; leases
+// still stale then are counted as stale parents. Any other failure fails
+// the estimate: a partial total is never returned.
+func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
+	start, usage := time.Now(), &cosmosDBUsage{}
+	ctx = context.WithValue(ctx, cosmosDBUsageKey{}, usage)
+	res, err := e.estimate(ctx)
+	res.Requests, res.RequestCharge, res.Duration = usage.requests, usage.charge, time.Since(start)
+	return res, err
+}
+
+func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
+	scope, fresh, err := e.resolveScope(ctx)
+	if err != nil {
+		return CosmosDBLagEstimate{}, err
+	}
+	res, strangers, err := e.attempt(ctx, scope, false)
+	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
+		// The processor's leases name another container: the monitored
+		// container was probably recreated. Re-read its RIDs once.
+		e.mu.Lock()
+		e.scope = nil
+		e.mu.Unlock()
+		if scope, _, err = e.resolveScope(ctx); err != nil {
+			return CosmosDBLagEstimate{}, err
+		}
+		res, _, err = e.attempt(ctx, scope, false)
+	}
+	if errors.Is(err, errCosmosDBStaleParent) {
+		res, _, err = e.attempt(ctx, scope, true)
+		res.SplitRetried = true
+	}
+	if err != nil {
+		return CosmosDBLagEstimate{}, err
+	}
+	return res, nil
+}
+
+// attempt reads every page of leases and every lease's position. On the
+// first attempt a stale parent stops the reads and is returned as
+// errCosmosDBStaleParent; on the final one it is counted.
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(CosmosDBReadConcurrency)
+	var (
+		mu        sync.Mutex
+		res       CosmosDBLagEstimate
+		strangers int
+	)
+	// The query is one of the group's tasks, so that whichever fails first,
+	// the query or a read, stops the rest and is the error returned.
+	g.Go(func() error {
+		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
+			mu.Lock()
+			res.Documents += page.documents
+			strangers += page.strangers
+			mu.Unlock()
+			for _, l := range page.leases {
+				g.Go(func() error { return e.read(gctx, l, final, &mu, &res) })
+			}
+			return gctx.Err()
+		})
+	})
+	if err := g.Wait(); err != nil {
+		return res, strangers, err
+	}
+	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })
+	return res, strangers, nil
+}
+
+// read estimates one lease into res; a stale parent is counted on the
+// final attempt and is an error before it.
+func (e *CosmosDBLagEstimator) read(ctx context.Context, l CosmosDBLease, final bool, mu *sync.Mutex, res *CosmosDBLagEstimate) error {
+	lag, since, err := e.positions.lag(ctx, l)
+	stale := errors.Is(err, errCosmosDBStaleParent)
+	if err != nil && (!stale || !final) {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Leases = append(res.Leases, CosmosDBLeaseLag{CosmosDBLease: l, Lag: lag, PendingSince: since, StaleParent: stale})
+	if stale {
+		res.StaleParents++
+	}
+	return nil
+}
+
+// resolveScope reads, once, the monitored database's and container's
+// resource ids: leases name the container by RID.
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseScope, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.scope != nil {
+		return *e.scope, false, nil
+	}
+	n := e.names
+	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.account.Endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
+	var err error
+	if s.databaseRID, err = e.readRID(ctx, "read database "+cosmosDBExcerpt(n.Database), "dbs", n.Database); err != nil {
+		return s, false, err
+	}
+	if s.containerRID, err = e.readRID(ctx, "read container "+cosmosDBExcerpt(n.Database)+"/"+cosmosDBExcerpt(n.Container), "dbs", n.Database, "colls", n.Container); err != nil {
+		return s, false, err
+	}
+	e.scope = &s
+	return s, true, nil
+}
+
+func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, segments ...string) (string, error) {
+	req, err := e.data.newRequest(ctx, http.MethodGet, e.data.resource(segments...))
+	if err != nil {
+		return "", err
+	}
+	_, body, err := e.data.do(req, operation, http.StatusOK)
+	if err != nil {
+		return "", err
+	}
+	var props struct {
+		RID string `json:"_rid"`
+	}
+	if err := json.Unmarshal(body, &props); err != nil || props.RID == "" {
+		return "", fmt.Errorf("%s: response has no _rid", operation)
+	}
+	return props.RID, nil
+}

@@ -1,0 +1,306 @@
+package azure
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+)
+
+// CosmosDBLease is what the estimator needs from one lease document.
+type CosmosDBLease struct {
+	ID     string
+	Token  string // a partition key range id (v0) or "min-max" (v1)
+	Format string // the writer: see the cosmosDBLease* formats
+	Owner  string
+	// EPK leases (v1) cover the effective partition keys [Min, Max) and are
+	// read through the physical range that contains them.
+	EPK      bool
+	Min, Max string
+	// Continuation is the checkpointed change feed etag, a quoted LSN.
+	Continuation string
+	// AllVersionsAndDeletes: the processor reads every version and delete
+	// (the lease records "Full-Fidelity Feed" or FULL_FIDELITY); otherwise
+	// it reads latest versions. UnknownMode holds a recorded mode no known
+	// writer writes, read as latest version.
+	AllVersionsAndDeletes bool
+	UnknownMode           string
+}
+
+// The lease formats real processors write. The version field, not the
+// presence of a feed range, tells PK-range (v0) from EPK (v1) leases.
+const (
+	cosmosDBLeaseDotNetV0 = "dotnet-v0"         // .NET v3 SDK, Functions: PK-range lease
+	cosmosDBLeaseDotNetV1 = "dotnet-v1"         // .NET v3 SDK, Functions: EPK-range lease
+	cosmosDBLeaseJavaV0   = "java-v0"           // Java v4 SDK: PK-range lease, names in the id
+	cosmosDBLeaseJavaV1   = "java-v1"           // Java v4 SDK: EPK-range lease, Base64 state
+	cosmosDBLeaseDotNetV2 = "dotnet-v2-library" // .NET change feed processor library v2: PartitionId
+)
+
+// cosmosDBLeaseScope names the leases of one processor on one monitored
+// container. Processors name leases
+//
+//	{processor}{accountHost}_{databaseRid}_{containerRid}..{leaseToken}
+//
+// (Java v4 PK-range leases use the names instead of the RIDs), beside
+// {prefix}.info and {prefix}.lock documents. Processors sharing a lease
+// container may share a name on other containers, and one name may prefix
+// another, so a lease is ours only when every part matches.
+type cosmosDBLeaseScope struct {
+	processor, account        string
+	databaseRID, containerRID string
+	databaseID, containerID   string
+}
+
+// owns reports whether a document id names a lease of the scope;
+// anyContainer relaxes the container part, to notice stale RIDs.
+func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
+	rest, ok := strings.CutPrefix(id, s.processor)
+	if !ok {
+		return false
+	}
+	// Host names and RIDs hold no '_': the host ends at the first one.
+	host, container, ok := strings.Cut(rest, "_")
+	if !ok || !s.accountMatches(cosmosDBAccountName(host)) {
+		return false
+	}
+	if anyContainer {
+		return strings.Contains(container, "..")
+	}
+	for _, names := range [][2]string{{s.databaseRID, s.containerRID}, {s.databaseID, s.containerID}} {
+		if token, ok := strings.CutPrefix(container, names[0]+"_"+names[1]+".."); ok && token != "" && names[0] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// accountMatches accepts the account's name and its regional host label
+// "<account>-<region>" (lowercase letters and digits).
+func (s cosmosDBLeaseScope) accountMatches(name string) bool {
+	region, ok := strings.CutPrefix(name, s.account+"-")
+	if name == s.account {
+		return true
+	}
+	return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+}
+
+// cosmosDBLeasePage is one page of the lease query, filtered to a scope.
+type cosmosDBLeasePage struct {
+	leases    []CosmosDBLease
+	documents int // every document the page held
+	strangers int // this processor's leases naming another container
+}
+
+// cosmosDBLeasePageSize: the lease query is the serial part of a poll, so
+// fewer, larger pages make polls faster.
+const cosmosDBLeasePageSize = 1000
+
+// readCosmosDBLeases runs one cross-partition query for the documents whose
+// id starts with the processor name, follows every continuation, and hands
+// each page to onPage as it arrives.
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope, onPage func(cosmosDBLeasePage) error) error {
+	query, err := json.Marshal(map[string]any{
+		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
+		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
+	})
+	if err != nil {
+		return err
+	}
+	docs := c.resource("dbs", database, "colls", container, "docs")
+	operation := "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container)
+	for continuation := ""; ; {
+		req, err := c.newRequest(ctx, http.MethodPost, docs)
+		if err != nil {
+			return err
+		}
+		h := req.Raw().Header
+		h.Set("x-ms-documentdb-isquery", "True")
+		h.Set("x-ms-documentdb-query-enablecrosspartition", "True")
+		h.Set("x-ms-max-item-count", strconv.Itoa(cosmosDBLeasePageSize))
+		if continuation != "" {
+			h.Set("x-ms-continuation", continuation)
+		}
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json"); err != nil {
+			return err
+		}
+		resp, body, err := c.do(req, operation, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		var page struct{ Documents []json.RawMessage }
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("%s: malformed response body: %w", operation, err)
+		}
+		p := cosmosDBLeasePage{documents: len(page.Documents)}
+		for _, raw := range page.Documents {
+			var doc cosmosDBLeaseDocument
+			switch {
+			case json.Unmarshal(raw, &doc) != nil:
+				// Not a lease: ignored, as the trigger specifies.
+			case scope.owns(doc.ID, false):
+				if l, ok := doc.lease(); ok {
+					p.leases = append(p.leases, l)
+				}
+			case scope.owns(doc.ID, true):
+				p.strangers++
+			}
+		}
+		if err := onPage(p); err != nil {
+			return err
+		}
+		if continuation = resp.Header.Get("x-ms-continuation"); continuation == "" {
+			return nil
+		}
+	}
+}
+
+// cosmosDBLeaseDocument holds the fields of every known lease format.
+// encoding/json prefers exact key matches, so .NET's "FeedRange" and
+// Java's "feedRange" land in their own fields.
+type cosmosDBLeaseDocument struct {
+	ID                string            `json:"id"`
+	Version           *int              `json:"version"`
+	LeaseToken        string            `json:"LeaseToken"`
+	PartitionID       string            `json:"PartitionId"`
+	ContinuationToken *string           `json:"ContinuationToken"`
+	FeedRange         *cosmosDBEPKRange `json:"FeedRange"`
+	JavaFeedRange     *cosmosDBEPKRange `json:"feedRange"`
+	Owner             *string           `json:"Owner"`
+	Mode              *string           `json:"Mode"` // .NET v3 leases
+}
+
+type cosmosDBEPKRange struct {
+	Range struct{ Min, Max *string } `json:"Range"`
+}
+
+// lease decodes the document; documents without a lease token or a
+// continuation (never checkpointed), and formats we cannot read
+// faithfully, are not leases.
+func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, bool) {
+	l := CosmosDBLease{ID: doc.ID, Token: doc.LeaseToken, Format: cosmosDBLeaseDotNetV0}
+	if doc.Owner != nil {
+		l.Owner = *doc.Owner
+	}
+	if l.Token == "" {
+		l.Token, l.Format = doc.PartitionID, cosmosDBLeaseDotNetV2
+	} else if doc.Version == nil {
+		l.Format = cosmosDBLeaseJavaV0
+	}
+	if l.Token == "" || doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "" {
+		return CosmosDBLease{}, false
+	}
+	l.AllVersionsAndDeletes, l.UnknownMode = parseCosmosDBMode(doc.Mode)
+	switch {
+	case doc.Version != nil && *doc.Version == 1:
+		return doc.epkLease(l)
+	case doc.Version != nil && *doc.Version != 0:
+		return CosmosDBLease{}, false // a future format
+	}
+	var ok bool
+	l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken)
+	return l, ok
+}
+
+func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool) {
+	r, format := doc.FeedRange, cosmosDBLeaseDotNetV1
+	if doc.JavaFeedRange != nil {
+		r, format = doc.JavaFeedRange, cosmosDBLeaseJavaV1
+	}
+	if r == nil || r.Range.Min == nil || r.Range.Max == nil {
+		return CosmosDBLease{}, false
+	}
+	l.EPK, l.Format = true, format
+	l.Min, l.Max = strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
+	if l.Max == "" || l.Min >= l.Max {
+		return CosmosDBLease{}, false
+	}
+	var ok bool
+	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); ok {
+		return l, true
+	}
+	// Java v4 keeps a Base64 JSON state: the etag is the token of the entry
+	// for this lease's range (the one starting at its min), and the state
+	// records the mode.
+	state, ok := decodeCosmosDBJavaState(*doc.ContinuationToken)
+	if !ok || len(state.Continuation.Continuation) == 0 {
+		return CosmosDBLease{}, false
+	}
+	entry := state.Continuation.Continuation[0]
+	for _, e := range state.Continuation.Continuation {
+		if e.Range.Min != nil && strings.EqualFold(*e.Range.Min, l.Min) {
+			entry = e
+			break
+		}
+	}
+	if entry.Token == nil {
+		return CosmosDBLease{}, false
+	}
+	l.Format = cosmosDBLeaseJavaV1
+	l.AllVersionsAndDeletes, l.UnknownMode = parseCosmosDBMode(state.Mode)
+	l.Continuation, ok = normalizeCosmosDBEtag(*entry.Token)
+	return l, ok
+}
+
+// cosmosDBJavaState is the Java v4 SDK's change feed state.
+type cosmosDBJavaState struct {
+	Mode         *string
+	Continuation struct {
+		Continuation []struct {
+			Token *string `json:"token"`
+			Range struct {
+				Min *string `json:"min"`
+			} `json:"range"`
+		}
+	}
+}
+
+// decodeCosmosDBJavaState decodes the state. Java writes it with the
+// URL-safe alphabet and padding (ChangeFeedState.toString uses
+// Base64.getUrlEncoder); the other alphabets are tolerated.
+func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
+	var state cosmosDBJavaState
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
+		if raw, err := enc.DecodeString(encoded); err == nil {
+			return state, json.Unmarshal(raw, &state) == nil
+		}
+	}
+	return state, false
+}
+
+// parseCosmosDBMode reads a recorded mode, compared case-insensitively as
+// .NET does: .NET v3 writes the A-IM value ("Incremental Feed",
+// "Full-Fidelity Feed"), Java v4 its enum name (INCREMENTAL, FULL_FIDELITY).
+// No value is latest version; an unknown one is too, and is returned.
+func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool, unknown string) {
+	if raw == nil {
+		return false, ""
+	}
+	switch strings.ToLower(strings.TrimSpace(*raw)) {
+	case "", "incremental feed", "incremental":
+		return false, ""
+	case "full-fidelity feed", "full_fidelity":
+		return true, ""
+	}
+	if unknown = *raw; len(unknown) > 64 {
+		unknown = strings.ToValidUTF8(unknown[:64], "") + "…"
+	}
+	return false, unknown
+}
+
+// normalizeCosmosDBEtag accepts the etags processors checkpoint, a quoted
+// LSN, tolerating a bare number, and returns the quoted form If-None-Match
+// expects.
+func normalizeCosmosDBEtag(s string) (string, bool) {
+	digits := strings.Trim(strings.TrimSpace(s), `"`)
+	if digits == "" || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	return `"` + digits + `"`, true
+}

@@ -1,0 +1,27 @@
+package azure
+
+// This file is NOT part of the in-tree drop-in. Inside kedacore/keda the
+// azure_cosmosdb_*.go files are part of KEDA's own package azure
+// (pkg/scalers/azure) and use these names from it directly; in this
+// repository, a package of its own, they are forwarded to KEDA's package.
+
+import (
+	kedaazure "github.com/kedacore/keda/v2/pkg/scalers/azure"
+)
+
+// AzEnvironment is KEDA's description of an Azure cloud.
+type AzEnvironment = kedaazure.AzEnvironment
+
+// Names of KEDA's package azure that the Cosmos DB files use.
+const (
+	PrivateCloud                      = kedaazure.PrivateCloud
+	DefaultActiveDirectoryEndpointKey = kedaazure.DefaultActiveDirectoryEndpointKey
+)
+
+// Functions of KEDA's package azure that the Cosmos DB files use.
+var (
+	NewChainedCredential         = kedaazure.NewChainedCredential
+	ParseEnvironmentProperty     = kedaazure.ParseEnvironmentProperty
+	ParseActiveDirectoryEndpoint = kedaazure.ParseActiveDirectoryEndpoint
+	EnvironmentFromName          = kedaazure.EnvironmentFromName
+)
