@@ -29,12 +29,15 @@ type azureCosmosDBScaler struct {
 	logger     logr.Logger
 }
 
+// azureCosmosDBMetadata is the trigger's configuration. processorName must
+// be present; empty, it selects a processor without a prefix (an Azure
+// Functions app without LeaseContainerPrefix).
 type azureCosmosDBMetadata struct {
 	DatabaseID                       string `keda:"name=databaseId,                       order=triggerMetadata"`
 	ContainerID                      string `keda:"name=containerId,                      order=triggerMetadata"`
 	LeaseDatabaseID                  string `keda:"name=leaseDatabaseId,                  order=triggerMetadata"`
 	LeaseContainerID                 string `keda:"name=leaseContainerId,                 order=triggerMetadata"`
-	ProcessorName                    string `keda:"name=processorName,                    order=triggerMetadata"`
+	ProcessorName                    string `keda:"name=processorName,                    order=triggerMetadata, optional"`
 	ChangeFeedLagThreshold           int64  `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
 	ActivationChangeFeedLagThreshold int64  `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
 
@@ -84,7 +87,11 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 		return nil, fmt.Errorf("error getting scaler metric type: %w", err)
 	}
 	meta := azureCosmosDBMetadata{}
-	if err := config.TypedConfig(&meta); err != nil {
+	err = config.TypedConfig(&meta)
+	if _, ok := config.TriggerMetadata["processorName"]; !ok {
+		err = errors.Join(err, errors.New(`missing required parameter "processorName" in [triggerMetadata] (an empty value selects the leases without a processor name prefix, as an Azure Functions app without LeaseContainerPrefix writes them)`))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	meta.TriggerIndex, meta.PodIdentity = config.TriggerIndex, config.PodIdentity
