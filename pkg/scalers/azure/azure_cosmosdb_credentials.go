@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -68,13 +69,13 @@ func (a *CosmosDBAccount) UsesKey() bool { return a.key != nil }
 // leaseConnection and leaseEndpoint the lease account is the data account.
 // Errors name the parameter and never quote a secret.
 func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBAccount, err error) {
-	data, err = resolveCosmosDBAccount(auth.Connection, auth.Endpoint, auth.Key, "")
+	data, err = resolveCosmosDBAccount(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	switch {
 	case auth.LeaseConnection != "" || auth.LeaseEndpoint != "":
-		if lease, err = resolveCosmosDBAccount(auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
+		if lease, err = resolveCosmosDBAccount(auth, auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
 			return nil, nil, err
 		}
 	case auth.LeaseKey != "":
@@ -109,7 +110,7 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 
 // resolveCosmosDBAccount applies the precedence to one account; prefix is ""
 // for the data account and "lease" for the lease account's parameters.
-func resolveCosmosDBAccount(connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBAccount, error) {
+func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBAccount, error) {
 	connectionParam, endpointParam, keyParam := "connection", "endpoint", "cosmosDBKey"
 	if prefix != "" {
 		connectionParam, endpointParam, keyParam = "leaseConnection", "leaseEndpoint", "leaseCosmosDBKey"
@@ -130,7 +131,48 @@ func resolveCosmosDBAccount(connection CosmosDBSecret, endpoint string, key Cosm
 		}
 		return nil, fmt.Errorf("no %s: set %s, or %s with an account key or bearer-token authentication", endpointParam, connectionParam, endpointParam)
 	}
-	return newCosmosDBAccount(endpoint, string(key), endpointParam, keyParam)
+	a, err := newCosmosDBAccount(endpoint, string(key), endpointParam, keyParam)
+	if err != nil {
+		return nil, err
+	}
+	return a, checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam)
+}
+
+// cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
+const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// checkCosmosDBEndpoint keeps a credential that was given apart from its
+// endpoint (an account key, an Entra ID token) from going to a host the
+// metadata's writer chose: only over https to the configured cloud's
+// Cosmos DB domains (any host for cloud: Private), or to a loopback host.
+// A connection string binds its own endpoint, and the emulator's key is
+// public, so neither is checked.
+func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string) error {
+	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
+	if isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey {
+		return nil
+	}
+	if endpoint.Scheme != "https" {
+		return fmt.Errorf("%s: an account key or token is only sent over https (or to a loopback host)", param)
+	}
+	if strings.EqualFold(auth.Cloud, PrivateCloud) {
+		return nil
+	}
+	env, err := EnvironmentFromName(cmp.Or(auth.Cloud, "AzurePublicCloud"))
+	if err != nil {
+		return err // Validate has refused the cloud already
+	}
+	domains := []string{env.CosmosDBDNSSuffix}
+	if env.Name == PublicCloud.Name {
+		domains = append(domains, "cosmos.fabric.microsoft.com") // Cosmos DB in Microsoft Fabric
+	}
+	for _, domain := range domains {
+		if host == domain || strings.HasSuffix(host, "."+domain) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: an account key or token is only sent to hosts under %s (cloud %s); use a connection string, which binds its own endpoint, or cloud: Private for other hosts",
+		param, strings.Join(domains, " or "), env.Name)
 }
 
 func newCosmosDBAccount(endpoint, key, endpointParam, keyParam string) (*CosmosDBAccount, error) {
@@ -206,6 +248,10 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	}
 	if err := checkCosmosDBHTTPSURL(resource); err != nil {
 		return nil, "", fmt.Errorf("cosmosDBResourceURL: %w", err)
+	}
+	// A "private" cloud must not obtain a token valid on every public account.
+	if strings.EqualFold(auth.Cloud, PrivateCloud) && strings.EqualFold(strings.TrimSuffix(resource, "/"), strings.TrimSuffix(PublicCloud.ResourceIdentifiers.CosmosDB, "/")) {
+		return nil, "", errors.New("cosmosDBResourceURL: with cloud: Private it must not be a public cloud's Cosmos DB resource; use the cloud's own name instead")
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
 

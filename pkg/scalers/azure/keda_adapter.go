@@ -12,6 +12,9 @@ import (
 // AzEnvironment is KEDA's description of an Azure cloud.
 type AzEnvironment = kedaazure.AzEnvironment
 
+// PublicCloud is KEDA's description of Azure's public cloud.
+var PublicCloud = kedaazure.PublicCloud
+
 // Names of KEDA's package azure that the Cosmos DB files use.
 const (
 	PrivateCloud                      = kedaazure.PrivateCloud
