@@ -53,8 +53,7 @@ func (m *azureCosmosDBMetadata) Validate() error {
 		{"databaseId", m.DatabaseID}, {"containerId", m.ContainerID},
 		{"leaseDatabaseId", m.LeaseDatabaseID}, {"leaseContainerId", m.LeaseContainerID}, {"processorName", m.ProcessorName},
 	} {
-		// Cosmos DB's limits on ids (a processor name prefixes lease ids);
-		// these characters would also break request paths.
+		// Cosmos DB's id limits; a processor name prefixes lease ids.
 		if n := utf8.RuneCountInString(id.value); n > 255 {
 			errs = append(errs, fmt.Errorf("%s must be at most 255 characters long (Cosmos DB's limit), got %d", id.name, n))
 		}
@@ -78,9 +77,8 @@ func (m *azureCosmosDBMetadata) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewAzureCosmosDBScaler creates the azure-cosmosdb scaler. Parameters,
-// endpoints, keys and credential combinations are all checked here, so a
-// bad ScaledObject fails at creation rather than at the first poll.
+// NewAzureCosmosDBScaler creates the scaler; every parameter and credential
+// is checked here, so a bad ScaledObject fails before the first poll.
 func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) {
 	metricType, err := GetMetricTargetType(config)
 	if err != nil {
@@ -115,9 +113,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	}, nil
 }
 
-// plainCosmosDBSecrets lists the credential parameters given as plain
-// trigger metadata: accepted, but readable by anyone who can read the
-// ScaledObject.
+// plainCosmosDBSecrets lists the credentials given in plain trigger metadata.
 func plainCosmosDBSecrets(triggerMetadata map[string]string) []string {
 	var names []string
 	for _, name := range []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"} {
@@ -128,13 +124,12 @@ func plainCosmosDBSecrets(triggerMetadata map[string]string) []string {
 	return names
 }
 
-// cosmosDBWarned remembers the ScaledObject generations already warned
-// about: KEDA rebuilds a scaler after every failed poll, and one warning per
-// configuration is enough.
+// cosmosDBWarned: the ScaledObject generations warned about (KEDA rebuilds
+// a scaler after every failed poll; one warning per configuration is enough).
 var cosmosDBWarned sync.Map
 
-// warnAboutPlainCosmosDBSecrets warns, once per ScaledObject generation, in
-// the log and as a Warning event, naming the parameters and never a value.
+// warnAboutPlainCosmosDBSecrets logs and records a Warning event naming the
+// parameters, never a value.
 func warnAboutPlainCosmosDBSecrets(config *scalersconfig.ScalerConfig, logger logr.Logger) {
 	names := plainCosmosDBSecrets(config.TriggerMetadata)
 	if len(names) == 0 {
@@ -153,9 +148,8 @@ func warnAboutPlainCosmosDBSecrets(config *scalersconfig.ScalerConfig, logger lo
 	}
 }
 
-// GetMetricSpecForScaling returns one external metric named after the lease
-// container and processor (KEDA v2.21.0's name, which dashboards and HPA
-// status keep), with the lag threshold as its target.
+// GetMetricSpecForScaling returns one external metric with the threshold as
+// target, named as in KEDA v2.21.0, which dashboards and HPA status keep.
 func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
 	externalMetric := &v2.ExternalMetricSource{
 		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, s.metricName())},
@@ -168,9 +162,8 @@ func (s *azureCosmosDBScaler) metricName() string {
 	return kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s", s.metadata.LeaseContainerID, s.metadata.ProcessorName))
 }
 
-// GetMetricsAndActivity returns the capped lag; the scaler is active when
-// the total lag exceeds the activation threshold. A failure is returned as
-// it is: no partial or cached value.
+// GetMetricsAndActivity returns the capped lag, active above the activation
+// threshold; a failure is returned as it is, never a partial or cached value.
 func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
 	_, summary, err := s.estimate(ctx)
 	return azureCosmosDBMetrics(metricName, summary, err)
@@ -196,17 +189,9 @@ func (s *azureCosmosDBScaler) estimate(ctx context.Context) (azure.CosmosDBLagEs
 	} else if estimate.SplitRetried {
 		s.logger.Info("partition split or merge seen; estimate redone after a lease refresh", "processor", processor)
 	}
-	if log := s.logger.V(1); log.Enabled() {
-		unknownModes := 0
-		for _, l := range estimate.Leases {
-			if l.UnknownMode != "" {
-				unknownModes++
-			}
-		}
-		log.Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases), "unknownModeLeases", unknownModes,
-			"totalLag", summary.TotalLag, "activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
-			"requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", estimate.Duration)
-	}
+	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases),
+		"totalLag", summary.TotalLag, "activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
+		"requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", estimate.Duration)
 	return estimate, summary, nil
 }
 

@@ -13,14 +13,12 @@ import (
 	"time"
 )
 
-// errCosmosDBStaleParent marks a lease whose range split or merged: 410 Gone
-// with substatus 1002, or an EPK range that now spans several physical
-// ranges. The processor replaces such a lease the next time it runs.
+// errCosmosDBStaleParent marks a lease whose range split or merged (410/1002,
+// or an EPK range spanning several ranges); the processor replaces it.
 var errCosmosDBStaleParent = errors.New("lease belongs to a partition key range that split or merged")
 
-// cosmosDBPartitionKeyRange is one physical partition, covering effective
-// partition keys [MinInclusive, MaxExclusive): upper-case hex compared
-// ordinally, "" lowest and "FF" highest.
+// cosmosDBPartitionKeyRange is a physical partition: effective partition keys
+// [MinInclusive, MaxExclusive), upper-case hex compared ordinally.
 type cosmosDBPartitionKeyRange struct {
 	ID           string   `json:"id"`
 	MinInclusive string   `json:"minInclusive"`
@@ -28,9 +26,8 @@ type cosmosDBPartitionKeyRange struct {
 	Parents      []string `json:"parents"`
 }
 
-// cosmosDBPositionReader reads where leases stand in the monitored
-// container's change feed. It keeps the container's physical ranges across
-// polls, refreshed only when a lease shows they may be stale.
+// cosmosDBPositionReader reads where leases stand in the change feed, and
+// keeps the physical ranges across polls until a lease shows them stale.
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
@@ -40,10 +37,9 @@ type cosmosDBPositionReader struct {
 	version uint64 // bumped on every load, so concurrent refreshes coalesce
 }
 
-// lag is one lease's pending work, from exactly one read of at most one
-// change after its checkpoint: none (304 or an empty page) is 0, else the
-// session LSN minus the first change's LSN, plus one. pendingSince is when
-// that first change was made (zero without one).
+// lag reads at most one change after the lease's checkpoint: none (304 or
+// an empty page) is 0, else session LSN - first LSN + 1. pendingSince is
+// when that first change was made.
 func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (lag int64, pendingSince time.Time, err error) {
 	rangeID, minEPK, maxEPK, err := r.target(ctx, l)
 	if err != nil {
@@ -62,8 +58,7 @@ func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (lag 
 	return lag, pendingSince, nil
 }
 
-// target is the physical range a lease is read through and, for an EPK
-// lease covering only part of it, the EPK bounds of the read.
+// target is the range a lease is read through, and EPK bounds for a part of it.
 func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, err error) {
 	if !l.EPK {
 		return l.Token, "", "", nil
@@ -86,8 +81,7 @@ func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (r
 	return covering[0].ID, "", "", nil
 }
 
-// covering returns the cached ranges that intersect the lease's, loading
-// them first when there are none or when reload is set.
+// covering returns the ranges intersecting the lease's, (re)loading them first.
 func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, reload bool) ([]cosmosDBPartitionKeyRange, error) {
 	r.mu.Lock()
 	seen, loaded := r.version, r.ranges != nil
@@ -108,9 +102,8 @@ func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, 
 	return out, nil
 }
 
-// load reads every page of the container's partition key ranges, without
-// the ranges a split or merge replaced, unless they were reloaded since
-// version seen.
+// load reads every page of ranges, less those a split or merge replaced,
+// unless they were reloaded since version seen.
 func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -161,8 +154,6 @@ func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
 	return nil
 }
 
-// read sends the change feed read of at most one change after the lease's
-// continuation, in the lease's mode, to a range or an EPK part of it.
 func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
 	req, err := r.client.newRequest(ctx, http.MethodGet, r.client.resource("dbs", r.database, "colls", r.container, "docs"))
 	if err != nil {
@@ -171,9 +162,7 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 	h := req.Raw().Header
 	h.Set("A-IM", "Incremental feed")
 	if l.AllVersionsAndDeletes {
-		// What the SDKs send for ChangeFeedMode.AllVersionsAndDeletes; the
-		// wire format version selects the shape that separates each
-		// change's metadata from its item.
+		// As the SDKs send it; the wire format gives each change its metadata.
 		h.Set("A-IM", "Full-Fidelity Feed")
 		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
 	}
@@ -194,21 +183,18 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 		return 0, time.Time{}, err
 	}
 	session, err := cosmosDBSessionLSN(resp.Header.Get("x-ms-session-token"), rangeID)
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
-	case session < first:
-		return 0, since, nil // the service's view is behind the change it served
-	case session-first == math.MaxInt64:
-		return math.MaxInt64, since, nil
 	}
-	return session - first + 1, since, nil
+	if session < first {
+		return 0, since, nil // the service's view is behind the change it served
+	}
+	return min(session-first, math.MaxInt64-1) + 1, since, nil
 }
 
 // firstCosmosDBChange returns the LSN and time of a page's first change:
-// the item's _lsn and _ts for latest versions, the change's metadata.lsn
-// and crts for all versions and deletes (a delete has no item, and an
-// item's _lsn is its latest version's).
+// _lsn and _ts, or for all versions and deletes metadata.lsn and crts (a
+// delete has no item, and an item's _lsn is its latest version's).
 func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at time.Time, ok bool, err error) {
 	var page struct {
 		Documents []struct {
@@ -244,10 +230,8 @@ func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at
 	return lsn, at, true, nil
 }
 
-// cosmosDBSessionLSN reads the global LSN from x-ms-session-token. The
-// service writes "{rangeId}:{token}" (entries comma-separated when
-// several), where token is "12345", "-1#12345" or "1#12345#1=12340": the
-// LSN is the second '#' field when there is one, else the only field.
+// cosmosDBSessionLSN reads the LSN from x-ms-session-token entries
+// "{rangeId}:{token}", token "12345", "-1#12345" or "1#12345#1=12340".
 func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
 	entry := strings.TrimSpace(header)
 	if entry == "" {

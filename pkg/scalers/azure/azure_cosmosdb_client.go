@@ -23,39 +23,33 @@ import (
 
 const (
 	cosmosDBAPIVersion = "2020-11-05" // the version azcosmos v1.5.0 speaks
-	// cosmosDBCapabilities declares what this client supports, as the SDKs
-	// do on every request: bit 0 is PartitionMerge. Accounts with partition
-	// merge enabled refuse clients that do not declare it.
+	// cosmosDBCapabilities: bit 0 is PartitionMerge, which accounts with
+	// merge enabled require every client to declare, as the SDKs do.
 	cosmosDBCapabilities = "1"
-	// cosmosDBMaxResponseBytes bounds one response body; the service caps
-	// a page at 4 MB.
+	// cosmosDBMaxResponseBytes bounds a body; the service's pages are ≤ 4 MB.
 	cosmosDBMaxResponseBytes = 16 << 20
-	// cosmosDBSubStatusRangeGone with a 410: the partition key range split
-	// or merged.
+	// cosmosDBSubStatusRangeGone with a 410: the range split or merged.
 	cosmosDBSubStatusRangeGone = 1002
 )
 
-// cosmosDBRetry retries transport errors, 408, 429, 449 (Cosmos DB's
-// "retry with") and 5xx up to three times within a poll, after the
-// service's x-ms-retry-after-ms when it gives one. A retry-after beyond
-// MaxRetryDelay returns the 429 at once, so the poll fails saying it was
-// throttled instead of waiting out its deadline.
+// cosmosDBRetry: transport errors, 408, 429, 449 ("retry with") and 5xx, up
+// to three times, after x-ms-retry-after-ms when given; a retry-after over
+// MaxRetryDelay returns the 429 at once, so the poll says it was throttled.
 var cosmosDBRetry = policy.RetryOptions{
 	MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
 	StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
 }
 
-// CosmosDBClient sends REST requests to one account through one azcore
-// pipeline: retries, then per try the usage count, the version, date and
-// capability headers, and the signature (account key or bearer token).
+// CosmosDBClient sends requests to one account through one azcore pipeline:
+// retries, then per try usage counting, headers and the signature.
 type CosmosDBClient struct {
 	account  *CosmosDBAccount
 	pipeline runtime.Pipeline
 }
 
-// NewCosmosDBClient builds the pipeline for an account; transport is KEDA's
-// shared HTTP client, whose timeout (GlobalHTTPTimeout) bounds each try.
+// NewCosmosDBClient builds the pipeline; transport is KEDA's HTTP client,
+// whose timeout (GlobalHTTPTimeout) bounds each try.
 func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
 	var sign policy.Policy = cosmosDBKeyPolicy{key: account.key}
 	if !account.UsesKey() {
@@ -79,10 +73,9 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	return &CosmosDBClient{account: account, pipeline: pipeline}
 }
 
-// cosmosDBResource is what a request addresses: its URL, and the resource
-// type and link a master-key signature covers. For dbs/d/colls/c the type
-// is "colls" and the link the whole path; for a feed such as
-// dbs/d/colls/c/docs the type is "docs" and the link its parent.
+// cosmosDBResource is a request's URL and the resource type and link a
+// master-key signature covers: dbs/d/colls/c is ("colls", the path), the
+// feed dbs/d/colls/c/docs is ("docs", its parent).
 type cosmosDBResource struct{ url, typ, link string }
 
 func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
@@ -97,7 +90,6 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 
 type cosmosDBResourceKey struct{}
 
-// newRequest builds a request for r; its body is read by do, under a cap.
 func (c *CosmosDBClient) newRequest(ctx context.Context, method string, r cosmosDBResource) (*policy.Request, error) {
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
 	if err != nil {
@@ -107,8 +99,7 @@ func (c *CosmosDBClient) newRequest(ctx context.Context, method string, r cosmos
 	return req, nil
 }
 
-// do sends req and returns the status, headers and body of an answer whose
-// status is one of ok; any other answer is a *CosmosDBResponseError.
+// do sends req; an answer outside ok is a *CosmosDBResponseError.
 func (c *CosmosDBClient) do(req *policy.Request, operation string, ok ...int) (*http.Response, []byte, error) {
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
@@ -128,9 +119,8 @@ func (c *CosmosDBClient) do(req *policy.Request, operation string, ok ...int) (*
 	return resp, body, nil
 }
 
-// cosmosDBHeadersPolicy stamps every try with the API version, the SDK
-// capabilities and a fresh x-ms-date: the service refuses skewed dates and
-// the master-key signature covers the date, so it runs before signing.
+// cosmosDBHeadersPolicy stamps every try, before signing (the signature
+// covers the date, and the service refuses skewed ones).
 type cosmosDBHeadersPolicy struct{}
 
 func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -141,8 +131,8 @@ func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return req.Next()
 }
 
-// cosmosDBKeyPolicy signs with the account key, as the REST API documents:
-// HMAC-SHA256 over verb, resource type, resource link and date.
+// cosmosDBKeyPolicy signs with the account key: HMAC-SHA256 over verb,
+// resource type, link and date, as the REST API documents.
 type cosmosDBKeyPolicy struct{ key []byte }
 
 func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -171,8 +161,7 @@ type cosmosDBUsage struct {
 
 type cosmosDBUsageKey struct{}
 
-// cosmosDBUsagePolicy adds every try and its x-ms-request-charge to the
-// usage its context carries, whether or not the try got an answer.
+// cosmosDBUsagePolicy counts every try and its x-ms-request-charge.
 type cosmosDBUsagePolicy struct{}
 
 func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -190,9 +179,8 @@ func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// CosmosDBResponseError is a non-success answer. Its message carries the
-// operation, status, substatus and the service's error code and message,
-// never a request header.
+// CosmosDBResponseError is a non-success answer; its message never holds a
+// request header.
 type CosmosDBResponseError struct {
 	Operation  string
 	StatusCode int
@@ -222,8 +210,7 @@ func (e *CosmosDBResponseError) Error() string {
 	return msg
 }
 
-// isCosmosDBRangeGone reports 410 Gone with substatus 1002, the only answer
-// the trigger treats as a split or merge.
+// isCosmosDBRangeGone: 410/1002, the only answer treated as a split or merge.
 func isCosmosDBRangeGone(err error) bool {
 	var re *CosmosDBResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
@@ -236,13 +223,8 @@ func newCosmosDBResponseError(operation string, resp *http.Response) *CosmosDBRe
 	var payload struct{ Code, Message string }
 	if json.Unmarshal(body, &payload) == nil {
 		e.Code = cosmosDBExcerpt(payload.Code)
-		// The first line, at most 200 bytes: the service's messages go on
-		// with request diagnostics.
-		e.Message, _, _ = strings.Cut(payload.Message, "\n")
-		if len(e.Message) > 200 {
-			e.Message = strings.ToValidUTF8(e.Message[:200], "")
-		}
-		e.Message = strings.TrimRight(e.Message, "\r")
+		first, _, _ := strings.Cut(payload.Message, "\n") // diagnostics follow
+		e.Message = cosmosDBExcerpt(strings.TrimRight(first, "\r"))
 	}
 	return e
 }

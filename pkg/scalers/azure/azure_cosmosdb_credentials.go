@@ -20,38 +20,31 @@ import (
 )
 
 // CosmosDBAuth holds the azure-cosmosdb trigger's account and credential
-// parameters. The scaler embeds it in its metadata, so KEDA's typed config
-// fills it from the TriggerAuthentication, the scale target's environment
-// (...FromEnv) and the trigger metadata, in that order.
+// parameters, filled by KEDA's typed config in the scaler's metadata.
 type CosmosDBAuth struct {
-	Connection      CosmosDBSecret `keda:"name=connection,       order=authParams;resolvedEnv;triggerMetadata, optional"`
-	LeaseConnection CosmosDBSecret `keda:"name=leaseConnection,  order=authParams;resolvedEnv;triggerMetadata, optional"`
-	Endpoint        string         `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
-	LeaseEndpoint   string         `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
-	Key             CosmosDBSecret `keda:"name=cosmosDBKey,      order=authParams;resolvedEnv;triggerMetadata, optional"`
-	LeaseKey        CosmosDBSecret `keda:"name=leaseCosmosDBKey, order=authParams;resolvedEnv;triggerMetadata, optional"`
-
-	TenantID     string         `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
-	ClientID     string         `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
-	ClientSecret CosmosDBSecret `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
-
-	Cloud                   string `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
-	CosmosDBResourceURL     string `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
-	ActiveDirectoryEndpoint string `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
+	Connection              CosmosDBSecret `keda:"name=connection,       order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseConnection         CosmosDBSecret `keda:"name=leaseConnection,  order=authParams;resolvedEnv;triggerMetadata, optional"`
+	Endpoint                string         `keda:"name=endpoint,         order=authParams;triggerMetadata, optional"`
+	LeaseEndpoint           string         `keda:"name=leaseEndpoint,    order=authParams;triggerMetadata, optional"`
+	Key                     CosmosDBSecret `keda:"name=cosmosDBKey,      order=authParams;resolvedEnv;triggerMetadata, optional"`
+	LeaseKey                CosmosDBSecret `keda:"name=leaseCosmosDBKey, order=authParams;resolvedEnv;triggerMetadata, optional"`
+	TenantID                string         `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
+	ClientID                string         `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
+	ClientSecret            CosmosDBSecret `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
+	Cloud                   string         `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
+	CosmosDBResourceURL     string         `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
+	ActiveDirectoryEndpoint string         `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
 
 	// PodIdentity is the TriggerAuthentication's pod identity, not a parameter.
 	PodIdentity v1alpha1.AuthPodIdentity
 }
 
-// CosmosDBSecret is a parameter value that holds a credential. It formats
-// as "[redacted]", so printing the parameters never shows one.
+// CosmosDBSecret is a credential parameter; it never prints its value.
 type CosmosDBSecret string
 
-func (CosmosDBSecret) String() string   { return "[redacted]" }
-func (CosmosDBSecret) GoString() string { return `"[redacted]"` }
+func (CosmosDBSecret) String() string { return "[redacted]" }
 
-// CosmosDBAccount is one account endpoint and the credential used for it:
-// an account key or an Entra ID token for scope.
+// CosmosDBAccount is an account endpoint and its key or Entra ID token.
 type CosmosDBAccount struct {
 	Endpoint *url.URL
 	key      []byte
@@ -62,12 +55,11 @@ type CosmosDBAccount struct {
 // UsesKey reports whether requests to the account are signed with its key.
 func (a *CosmosDBAccount) UsesKey() bool { return a.key != nil }
 
-// ResolveCosmosDBAccounts picks the data and the lease account and their
-// credentials, each independently: a connection string wins over endpoint
-// and key; else an account key given for that endpoint; else a bearer token
-// (workload identity when configured, else a service principal). Without
-// leaseConnection and leaseEndpoint the lease account is the data account.
-// Errors name the parameter and never quote a secret.
+// ResolveCosmosDBAccounts picks the data and the lease account and, for
+// each, a connection string, else an account key, else a bearer token
+// (workload identity, else a service principal). Without leaseConnection
+// and leaseEndpoint the lease account is the data account. Errors name the
+// parameter and never quote a secret.
 func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBAccount, err error) {
 	data, err = resolveCosmosDBAccount(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
@@ -84,8 +76,6 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 		copied := *data
 		lease = &copied
 	}
-	// Bearer-token settings only matter, and are only checked, when an
-	// account has no key.
 	if data.UsesKey() && lease.UsesKey() {
 		return data, lease, nil
 	}
@@ -108,20 +98,16 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 	return data, lease, nil
 }
 
-// resolveCosmosDBAccount applies the precedence to one account; prefix is ""
-// for the data account and "lease" for the lease account's parameters.
+// resolveCosmosDBAccount resolves the data account, or with prefix "lease" the lease account.
 func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBAccount, error) {
 	connectionParam, endpointParam, keyParam := "connection", "endpoint", "cosmosDBKey"
 	if prefix != "" {
 		connectionParam, endpointParam, keyParam = "leaseConnection", "leaseEndpoint", "leaseCosmosDBKey"
 	}
 	if connection != "" {
-		endpoint, key, err := splitCosmosDBConnectionString(string(connection))
-		if err == nil && (endpoint == "" || key == "") {
-			err = errors.New("connection string needs both AccountEndpoint and AccountKey")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", connectionParam, err)
+		endpoint, key := splitCosmosDBConnectionString(string(connection))
+		if endpoint == "" || key == "" {
+			return nil, fmt.Errorf("%s: a connection string needs AccountEndpoint=...;AccountKey=...", connectionParam)
 		}
 		return newCosmosDBAccount(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
 	}
@@ -141,12 +127,10 @@ func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoi
 // cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
 const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
-// checkCosmosDBEndpoint keeps a credential that was given apart from its
-// endpoint (an account key, an Entra ID token) from going to a host the
-// metadata's writer chose: only over https to the configured cloud's
-// Cosmos DB domains (any host for cloud: Private), or to a loopback host.
-// A connection string binds its own endpoint, and the emulator's key is
-// public, so neither is checked.
+// checkCosmosDBEndpoint sends a key or token given apart from its endpoint
+// (the metadata's writer chose it) only over https to the cloud's Cosmos DB
+// domains (any host for cloud: Private), or to loopback. A connection
+// string binds its endpoint; the emulator's key is public.
 func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string) error {
 	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
 	if isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey {
@@ -191,17 +175,10 @@ func newCosmosDBAccount(endpoint, key, endpointParam, keyParam string) (*CosmosD
 }
 
 // splitCosmosDBConnectionString returns a connection string's AccountEndpoint
-// and AccountKey ("" when missing). Names match case-insensitively and
-// other parts are ignored, as in the SDKs. Errors never quote the input.
-func splitCosmosDBConnectionString(connection string) (endpoint, key string, err error) {
+// and AccountKey, names matched case-insensitively as in the SDKs.
+func splitCosmosDBConnectionString(connection string) (endpoint, key string) {
 	for part := range strings.SplitSeq(connection, ";") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(part, "=")
-		if !ok {
-			return "", "", errors.New("malformed connection string: every part must be Name=Value")
-		}
+		name, value, _ := strings.Cut(part, "=")
 		switch strings.ToLower(strings.TrimSpace(name)) {
 		case "accountendpoint":
 			endpoint = strings.TrimSpace(value)
@@ -209,14 +186,10 @@ func splitCosmosDBConnectionString(connection string) (endpoint, key string, err
 			key = strings.TrimSpace(value)
 		}
 	}
-	return endpoint, key, nil
+	return endpoint, key
 }
 
-// maxCosmosDBHostLength is the DNS limit; a longer host cannot resolve.
-const maxCosmosDBHostLength = 253
-
-// parseCosmosDBEndpoint checks an account endpoint and normalises it to
-// scheme://host[:port]/.
+// parseCosmosDBEndpoint checks an endpoint and normalises it to scheme://host[:port]/.
 func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(endpoint))
 	switch {
@@ -226,8 +199,8 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 		return nil, fmt.Errorf("scheme must be https, got %q", cosmosDBExcerpt(u.Scheme))
 	case u.Hostname() == "":
 		return nil, errors.New("URL has no host")
-	case len(u.Hostname()) > maxCosmosDBHostLength:
-		return nil, fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxCosmosDBHostLength, len(u.Hostname()))
+	case len(u.Hostname()) > 253:
+		return nil, fmt.Errorf("host name must be at most 253 characters long (the DNS limit), got %d", len(u.Hostname()))
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return nil, errors.New("URL must not carry user info, query or fragment")
 	case strings.Trim(u.Path, "/") != "":
@@ -236,8 +209,8 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
 }
 
-// newCosmosDBTokenCredential builds the bearer-token credential shared by
-// every account without a key, and its scope "<resource>/.default".
+// newCosmosDBTokenCredential builds the token credential of the accounts
+// without a key, and its scope "<resource>/.default".
 func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
 	settings := map[string]string{"cloud": auth.Cloud, "cosmosDBResourceURL": auth.CosmosDBResourceURL, DefaultActiveDirectoryEndpointKey: auth.ActiveDirectoryEndpoint}
 	resource, err := ParseEnvironmentProperty(settings, "cosmosDBResourceURL", func(env AzEnvironment) (string, error) {
@@ -245,9 +218,6 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	})
 	if err != nil {
 		return nil, "", err
-	}
-	if err := checkCosmosDBHTTPSURL(resource); err != nil {
-		return nil, "", fmt.Errorf("cosmosDBResourceURL: %w", err)
 	}
 	// A "private" cloud must not obtain a token valid on every public account.
 	if strings.EqualFold(auth.Cloud, PrivateCloud) && strings.EqualFold(strings.TrimSuffix(resource, "/"), strings.TrimSuffix(PublicCloud.ResourceIdentifiers.CosmosDB, "/")) {
@@ -257,8 +227,7 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 
 	switch auth.PodIdentity.Provider {
 	case v1alpha1.PodIdentityProviderAzureWorkload:
-		// KEDA's chain: client, tenant and authority host from the pod
-		// identity or the webhook-injected AZURE_* environment.
+		// Client, tenant and authority from the pod identity or AZURE_* variables.
 		cred, err := NewChainedCredential(logger, auth.PodIdentity)
 		if err != nil {
 			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
@@ -275,13 +244,9 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, "", fmt.Errorf("%w for service-principal authentication", err)
 	}
-	if err := checkCosmosDBHTTPSURL(authority); err != nil {
-		return nil, "", fmt.Errorf("activeDirectoryEndpoint: %w", err)
-	}
 	options := &azidentity.ClientSecretCredentialOptions{
 		ClientOptions: azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}},
-		// A private cloud's authority is unknown to the public cloud's
-		// instance discovery.
+		// A private authority is unknown to the public instance discovery.
 		DisableInstanceDiscovery: strings.EqualFold(auth.Cloud, PrivateCloud),
 	}
 	cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
@@ -307,30 +272,13 @@ func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {
 	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
 }
 
-// checkCosmosDBHTTPSURL accepts absolute https URLs, and http to loopback
-// hosts (local token services in tests).
-func checkCosmosDBHTTPSURL(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || u.Host == "":
-		return errors.New("not an absolute URL")
-	case u.Scheme != "https" && (u.Scheme != "http" || !isCosmosDBLoopback(u.Hostname())):
-		return fmt.Errorf("scheme must be https, got %q", cosmosDBExcerpt(u.Scheme))
-	case len(u.Hostname()) > maxCosmosDBHostLength:
-		return fmt.Errorf("host name must be at most %d characters long (the DNS limit), got %d", maxCosmosDBHostLength, len(u.Hostname()))
-	}
-	return nil
-}
-
-// isCosmosDBLoopback reports whether host names this machine: tokens go
-// over plain HTTP only there (local emulators and tests).
+// isCosmosDBLoopback reports whether host is this machine (emulators, tests).
 func isCosmosDBLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
-// cosmosDBAccountName is the account part of a host as lease ids carry it:
-// the first DNS label, or the whole host for IPs and single labels.
+// cosmosDBAccountName is the first DNS label of a host, or an IP as it is.
 func cosmosDBAccountName(host string) string {
 	host = strings.ToLower(host)
 	if net.ParseIP(host) != nil || !strings.Contains(host, ".") {

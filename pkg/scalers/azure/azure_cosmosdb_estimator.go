@@ -15,28 +15,21 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// CosmosDBReadConcurrency bounds the per-lease change feed reads in flight
-// in one poll. Each read is about 1 RU on its own partition, so the bound
-// limits sockets and memory, not RU load; round trips dominate a poll, and
-// BENCHMARKS.md shows where more reads in flight stop helping.
+// CosmosDBReadConcurrency bounds a poll's lease reads in flight. Each is
+// about 1 RU on its own partition: the bound limits sockets and memory.
 const CosmosDBReadConcurrency = 256
 
-// CosmosDBContainers names the monitored and the lease container and the
-// processor whose leases are read.
+// CosmosDBContainers names the monitored and lease containers and the processor.
 type CosmosDBContainers struct {
-	Database, Container           string
-	LeaseDatabase, LeaseContainer string
-	Processor                     string
+	Database, Container, LeaseDatabase, LeaseContainer, Processor string
 }
 
 // CosmosDBLeaseLag is one lease's estimate.
 type CosmosDBLeaseLag struct {
 	CosmosDBLease
-	Lag int64
-	// PendingSince is when the first pending change was made (zero
-	// without lag, or when the service gave no timestamp).
-	PendingSince time.Time
-	StaleParent  bool // its range split or merged: no lag could be read
+	Lag          int64
+	PendingSince time.Time // when the first pending change was made, if known
+	StaleParent  bool      // its range split or merged: no lag could be read
 }
 
 // CosmosDBLagEstimate is the outcome of one poll.
@@ -45,8 +38,7 @@ type CosmosDBLagEstimate struct {
 	StaleParents int
 	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
 	Documents    int  // documents the lease query returned, leases or not
-	// Requests (every try) and the request units they were charged, and
-	// the poll's duration; also set when the estimate fails.
+	// Requests (tries), their request units and the duration, also on failure.
 	Requests      int64
 	RequestCharge float64
 	Duration      time.Duration
@@ -60,15 +52,11 @@ type CosmosDBLagSummary struct {
 	Active           bool  // TotalLag > activation threshold
 }
 
-// Summarize applies the trigger's cap, so that with AverageValue the HPA
-// never asks for more replicas than partitions with pending work:
-//
-//	metric = min(totalLag, activePartitions * threshold)
-//
-// A stale parent lease has no readable lag but the processor must run to
-// replace it: the total is raised to activation + 1 if not above it
-// already, and, only when nothing else lags, one partition counts as
-// active. Sums and products saturate instead of wrapping.
+// Summarize caps the metric at min(totalLag, activePartitions * threshold),
+// so that with AverageValue the HPA never asks for more replicas than
+// partitions with work. A stale parent must be replaced by a running
+// processor: the total rises to activation + 1 if needed and, when nothing
+// else lags, one partition is active. Sums and products saturate.
 func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagSummary {
 	var s CosmosDBLagSummary
 	for _, l := range e.Leases {
@@ -90,9 +78,8 @@ func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagS
 	return s
 }
 
-// CosmosDBLagEstimator estimates a processor's pending change feed work:
-// one lease query (every page), then one change feed read per lease,
-// concurrently, starting as soon as the first page arrives.
+// CosmosDBLagEstimator estimates a processor's pending work: the lease
+// query, and one change feed read per lease, from the first page on.
 type CosmosDBLagEstimator struct {
 	data, leases *CosmosDBClient
 	names        CosmosDBContainers
@@ -102,17 +89,15 @@ type CosmosDBLagEstimator struct {
 	scope *cosmosDBLeaseScope // the monitored container's RIDs, cached across polls
 }
 
-// NewCosmosDBLagEstimator returns an estimator; it sends no request until
-// Estimate.
+// NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
 func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
 	return &CosmosDBLagEstimator{data: data, leases: leases, names: names,
 		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container}}
 }
 
-// Estimate runs one poll. Only a split (410/1002, or an EPK lease spanning
-// several ranges) leads to one complete lease refresh and one retry; leases
-// still stale then are counted as stale parents. Any other failure fails
-// the estimate: a partial total is never returned.
+// Estimate runs one poll. A split (410/1002, or an EPK lease spanning
+// ranges) leads to one lease refresh and retry, then counts stale parents;
+// any other failure fails the estimate, never a partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
 	start, usage := time.Now(), &cosmosDBUsage{}
 	ctx = context.WithValue(ctx, cosmosDBUsageKey{}, usage)
@@ -128,8 +113,7 @@ func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimat
 	}
 	res, strangers, err := e.attempt(ctx, scope, false)
 	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
-		// The processor's leases name another container: the monitored
-		// container was probably recreated. Re-read its RIDs once.
+		// The leases name another container: it was recreated? Re-read RIDs.
 		e.mu.Lock()
 		e.scope = nil
 		e.mu.Unlock()
@@ -143,14 +127,13 @@ func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimat
 		res.SplitRetried = true
 	}
 	if err != nil {
-		return CosmosDBLagEstimate{}, err
+		res = CosmosDBLagEstimate{}
 	}
-	return res, nil
+	return res, err
 }
 
-// attempt reads every page of leases and every lease's position. On the
-// first attempt a stale parent stops the reads and is returned as
-// errCosmosDBStaleParent; on the final one it is counted.
+// attempt reads the leases and their positions; a stale parent is an error
+// before the final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(CosmosDBReadConcurrency)
@@ -159,8 +142,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 		res       CosmosDBLagEstimate
 		strangers int
 	)
-	// The query is one of the group's tasks, so that whichever fails first,
-	// the query or a read, stops the rest and is the error returned.
+	// The query is a task too: whichever fails first stops the rest.
 	g.Go(func() error {
 		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
 			mu.Lock()
@@ -180,8 +162,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	return res, strangers, nil
 }
 
-// read estimates one lease into res; a stale parent is counted on the
-// final attempt and is an error before it.
+// read estimates one lease into res.
 func (e *CosmosDBLagEstimator) read(ctx context.Context, l CosmosDBLease, final bool, mu *sync.Mutex, res *CosmosDBLagEstimate) error {
 	lag, since, err := e.positions.lag(ctx, l)
 	stale := errors.Is(err, errCosmosDBStaleParent)
@@ -197,8 +178,7 @@ func (e *CosmosDBLagEstimator) read(ctx context.Context, l CosmosDBLease, final 
 	return nil
 }
 
-// resolveScope reads, once, the monitored database's and container's
-// resource ids: leases name the container by RID.
+// resolveScope reads, once, the RIDs the leases name the container by.
 func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseScope, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

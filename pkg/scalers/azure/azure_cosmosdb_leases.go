@@ -25,16 +25,13 @@ type CosmosDBLease struct {
 	Min, Max string
 	// Continuation is the checkpointed change feed etag, a quoted LSN.
 	Continuation string
-	// AllVersionsAndDeletes: the processor reads every version and delete
-	// (the lease records "Full-Fidelity Feed" or FULL_FIDELITY); otherwise
-	// it reads latest versions. UnknownMode holds a recorded mode no known
-	// writer writes, read as latest version.
+	// AllVersionsAndDeletes: the processor reads every version and delete,
+	// else latest versions. UnknownMode is a recorded mode no writer writes.
 	AllVersionsAndDeletes bool
 	UnknownMode           string
 }
 
-// The lease formats real processors write. The version field, not the
-// presence of a feed range, tells PK-range (v0) from EPK (v1) leases.
+// The formats processors write; "version", not a feed range, tells v0 from v1.
 const (
 	cosmosDBLeaseDotNetV0 = "dotnet-v0"         // .NET v3 SDK, Functions: PK-range lease
 	cosmosDBLeaseDotNetV1 = "dotnet-v1"         // .NET v3 SDK, Functions: EPK-range lease
@@ -43,29 +40,25 @@ const (
 	cosmosDBLeaseDotNetV2 = "dotnet-v2-library" // .NET change feed processor library v2: PartitionId
 )
 
-// cosmosDBLeaseScope names the leases of one processor on one monitored
-// container. Processors name leases
-//
-//	{processor}{accountHost}_{databaseRid}_{containerRid}..{leaseToken}
-//
-// (Java v4 PK-range leases use the names instead of the RIDs), beside
-// {prefix}.info and {prefix}.lock documents. Processors sharing a lease
-// container may share a name on other containers, and one name may prefix
-// another, so a lease is ours only when every part matches.
+// cosmosDBLeaseScope names one processor's leases on one container. Lease
+// ids are {processor}{accountHost}_{databaseRid}_{containerRid}..{token}
+// (names for Java v0), beside {prefix}.info and .lock documents; processors
+// sharing a lease container may share a name on other containers, and one
+// name may prefix another, so every part must match.
 type cosmosDBLeaseScope struct {
 	processor, account        string
 	databaseRID, containerRID string
 	databaseID, containerID   string
 }
 
-// owns reports whether a document id names a lease of the scope;
-// anyContainer relaxes the container part, to notice stale RIDs.
+// owns reports whether id is a lease of the scope; anyContainer relaxes the
+// container part, to notice stale RIDs.
 func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 	rest, ok := strings.CutPrefix(id, s.processor)
 	if !ok {
 		return false
 	}
-	// Host names and RIDs hold no '_': the host ends at the first one.
+	// Hosts and RIDs hold no '_'.
 	host, container, ok := strings.Cut(rest, "_")
 	if !ok || !s.accountMatches(cosmosDBAccountName(host)) {
 		return false
@@ -74,15 +67,14 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 		return strings.Contains(container, "..")
 	}
 	for _, names := range [][2]string{{s.databaseRID, s.containerRID}, {s.databaseID, s.containerID}} {
-		if token, ok := strings.CutPrefix(container, names[0]+"_"+names[1]+".."); ok && token != "" && names[0] != "" {
+		if token, ok := strings.CutPrefix(container, names[0]+"_"+names[1]+".."); ok && token != "" && names[0] != "" && names[1] != "" {
 			return true
 		}
 	}
 	return false
 }
 
-// accountMatches accepts the account's name and its regional host label
-// "<account>-<region>" (lowercase letters and digits).
+// accountMatches accepts the account's name and its regional "<account>-<region>".
 func (s cosmosDBLeaseScope) accountMatches(name string) bool {
 	region, ok := strings.CutPrefix(name, s.account+"-")
 	if name == s.account {
@@ -98,13 +90,11 @@ type cosmosDBLeasePage struct {
 	strangers int // this processor's leases naming another container
 }
 
-// cosmosDBLeasePageSize: the lease query is the serial part of a poll, so
-// fewer, larger pages make polls faster.
+// cosmosDBLeasePageSize: large pages, as the lease query is a poll's serial part.
 const cosmosDBLeasePageSize = 1000
 
-// readCosmosDBLeases runs one cross-partition query for the documents whose
-// id starts with the processor name, follows every continuation, and hands
-// each page to onPage as it arrives.
+// readCosmosDBLeases queries the documents whose id starts with the
+// processor name, every page, handing each to onPage as it arrives.
 func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope, onPage func(cosmosDBLeasePage) error) error {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
@@ -161,9 +151,8 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	}
 }
 
-// cosmosDBLeaseDocument holds the fields of every known lease format.
-// encoding/json prefers exact key matches, so .NET's "FeedRange" and
-// Java's "feedRange" land in their own fields.
+// cosmosDBLeaseDocument holds every format's fields; exact key matches win,
+// so .NET's "FeedRange" and Java's "feedRange" stay apart.
 type cosmosDBLeaseDocument struct {
 	ID                string            `json:"id"`
 	Version           *int              `json:"version"`
@@ -180,9 +169,8 @@ type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document; documents without a lease token or a
-// continuation (never checkpointed), and formats we cannot read
-// faithfully, are not leases.
+// lease decodes the document. Without a lease token or a continuation
+// (never checkpointed), or in an unknown version, it is not a lease.
 func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, bool) {
 	l := CosmosDBLease{ID: doc.ID, Token: doc.LeaseToken, Format: cosmosDBLeaseDotNetV0}
 	if doc.Owner != nil {
@@ -226,8 +214,7 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool)
 		return l, true
 	}
 	// Java v4 keeps a Base64 JSON state: the etag is the token of the entry
-	// for this lease's range (the one starting at its min), and the state
-	// records the mode.
+	// starting at the lease's min, and the state records the mode.
 	state, ok := decodeCosmosDBJavaState(*doc.ContinuationToken)
 	if !ok || len(state.Continuation.Continuation) == 0 {
 		return CosmosDBLease{}, false
@@ -261,9 +248,8 @@ type cosmosDBJavaState struct {
 	}
 }
 
-// decodeCosmosDBJavaState decodes the state. Java writes it with the
-// URL-safe alphabet and padding (ChangeFeedState.toString uses
-// Base64.getUrlEncoder); the other alphabets are tolerated.
+// decodeCosmosDBJavaState: Java writes URL-safe Base64 with padding
+// (ChangeFeedState.toString, Base64.getUrlEncoder); others are tolerated.
 func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
 	var state cosmosDBJavaState
 	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
@@ -274,10 +260,9 @@ func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
 	return state, false
 }
 
-// parseCosmosDBMode reads a recorded mode, compared case-insensitively as
-// .NET does: .NET v3 writes the A-IM value ("Incremental Feed",
-// "Full-Fidelity Feed"), Java v4 its enum name (INCREMENTAL, FULL_FIDELITY).
-// No value is latest version; an unknown one is too, and is returned.
+// parseCosmosDBMode reads a mode case-insensitively: .NET v3 writes the A-IM
+// value ("Incremental Feed", "Full-Fidelity Feed"), Java v4 its enum name
+// (INCREMENTAL, FULL_FIDELITY). None, or an unknown one, is latest version.
 func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool, unknown string) {
 	if raw == nil {
 		return false, ""
@@ -294,9 +279,8 @@ func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool, unknown string)
 	return false, unknown
 }
 
-// normalizeCosmosDBEtag accepts the etags processors checkpoint, a quoted
-// LSN, tolerating a bare number, and returns the quoted form If-None-Match
-// expects.
+// normalizeCosmosDBEtag takes a checkpointed etag, a quoted or bare LSN, and
+// quotes it for If-None-Match.
 func normalizeCosmosDBEtag(s string) (string, bool) {
 	digits := strings.Trim(strings.TrimSpace(s), `"`)
 	if digits == "" || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" {
