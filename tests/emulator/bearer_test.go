@@ -1,0 +1,140 @@
+package emulator
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+)
+
+// newBearerEnv is an account that accepts only tokens for scope, with 12
+// items pending in range 1.
+func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
+	t.Helper()
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(scope)))
+	t.Cleanup(srv.Close)
+	db := srv.CreateDatabase("appdb")
+	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, dotNetV0)
+	tokens, err := env.processor.CreateLeases(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.tokens = tokens
+	env.writeToRange(t, "1", 12)
+	return env
+}
+
+func servicePrincipal(extra ...string) map[string]string {
+	m := map[string]string{"tenantId": testTenant, "clientId": "orders-scaler", "clientSecret": canarySecret}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+// A service principal in a private cloud: the token comes from the
+// configured authority for "<cosmosDBResourceURL>/.default", once for the
+// scaler's lifetime.
+func TestServicePrincipalPrivateCloud(t *testing.T) {
+	const resource = "https://cosmos.private.example"
+	env := newBearerEnv(t, resource+"/.default")
+	metadata := env.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
+	before := tokenIssuer.TokenRequests()
+	s := newScaler(t, scalerConfig(metadata, servicePrincipal("endpoint", env.server.URL())))
+	for range 3 {
+		if metric, _ := poll(t, s); metric != 12 {
+			t.Fatalf("metric %d, want 12", metric)
+		}
+	}
+	if n := tokenIssuer.TokenRequests() - before; n != 1 {
+		t.Fatalf("%d token requests for 3 polls, want 1", n)
+	}
+	grants := tokenIssuer.Grants()
+	if last := grants[len(grants)-1]; last.Scope != resource+"/.default" || last.Credential != "secret" || last.Tenant != testTenant {
+		t.Fatalf("grant %+v, want client secret for %s/.default", last, resource)
+	}
+}
+
+// The known clouds take the token scope and the authority from KEDA's
+// Azure environments: "https://cosmos.azure.com/.default", from each
+// cloud's own Entra ID host (served by the test issuer through the proxy).
+// cosmosDBResourceURL only counts for cloud: Private.
+func TestServicePrincipalKnownClouds(t *testing.T) {
+	env := newBearerEnv(t, "https://cosmos.azure.com/.default")
+	for _, tc := range []struct {
+		name      string
+		metadata  []string
+		authority string
+	}{
+		{"default", nil, "login.microsoftonline.com"},
+		{"AzurePublicCloud ignores cosmosDBResourceURL", []string{"cloud", "AzurePublicCloud", "cosmosDBResourceURL", "https://ignored.example"}, "login.microsoftonline.com"},
+		{"AzureUSGovernmentCloud", []string{"cloud", "AzureUSGovernmentCloud"}, "login.microsoftonline.us"},
+		{"azurechinacloud", []string{"cloud", "azurechinacloud"}, "login.chinacloudapi.cn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScaler(t, scalerConfig(env.metadata(tc.metadata...), servicePrincipal("endpoint", env.server.URL())))
+			if metric, _ := poll(t, s); metric != 12 {
+				t.Fatalf("metric %d, want 12", metric)
+			}
+			grants := tokenIssuer.Grants()
+			if last := grants[len(grants)-1]; last.Host != tc.authority || last.Scope != "https://cosmos.azure.com/.default" || last.Credential != "secret" {
+				t.Fatalf("grant %+v, want a client secret grant from %s for https://cosmos.azure.com/.default", last, tc.authority)
+			}
+		})
+	}
+}
+
+// Workload identity, through KEDA's chained credential, wins over a
+// configured service principal; the client, tenant, authority and
+// federated token come from the webhook's environment.
+func TestWorkloadIdentity(t *testing.T) {
+	const resource = "https://cosmos.private.example"
+	env := newBearerEnv(t, resource+"/.default")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_AUTHORITY_HOST", tokenIssuer.URL())
+	t.Setenv("AZURE_TENANT_ID", testTenant)
+	t.Setenv("AZURE_CLIENT_ID", "workload-client")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+
+	config := scalerConfig(env.metadata("cloud", "Private", "cosmosDBResourceURL", resource), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret})
+	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
+	s := newScaler(t, config)
+	if metric, _ := poll(t, s); metric != 12 {
+		t.Fatalf("metric %d, want 12", metric)
+	}
+	grants := tokenIssuer.Grants()
+	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" {
+		t.Fatalf("grant %+v, want a federated assertion for workload-client", last)
+	}
+}
+
+// Account key for the data account, bearer token for a separate lease account.
+func TestKeyForDataBearerForLease(t *testing.T) {
+	const resource = "https://cosmos.private.example"
+	data := newCosmosEnv(t, 1, dotNetV0)
+	data.writeToRange(t, "0", 9)
+	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
+	t.Cleanup(leaseServer.Close)
+	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
+	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
+	if _, err := p.CreateLeases(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Checkpoint("0", data.monitored.LSN("0")-9); err != nil {
+		t.Fatal(err)
+	}
+	metadata := data.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
+	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL())
+	if metric, _ := poll(t, newScaler(t, scalerConfig(metadata, auth))); metric != 9 {
+		t.Fatalf("metric %d, want 9", metric)
+	}
+	if leaseServer.Count(cosmostest.KindQuery) != 1 || data.server.Count(cosmostest.KindQuery) != 0 {
+		t.Fatal("lease query did not go to the lease account")
+	}
+}

@@ -1,0 +1,133 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+)
+
+// The observer sees every estimate exactly as the scaler made it: the same
+// metric and activity it returned to KEDA, the per-lease detail behind them
+// and the requests the poll cost.
+func TestObservedScalerReportsEachEstimate(t *testing.T) {
+	srv := cosmostest.NewServer()
+	var closeOnce sync.Once
+	closeServer := func() { closeOnce.Do(srv.Close) }
+	t.Cleanup(closeServer)
+	if _, err := srv.LaggingLeases("orders-processor", 3, 40); err != nil {
+		t.Fatal(err)
+	}
+	metadata := map[string]string{
+		"databaseId": "appdb", "containerId": "orders", "leaseDatabaseId": "appdb", "leaseContainerId": "leases",
+		"processorName": "orders-processor", "changeFeedLagThreshold": "25", "activationChangeFeedLagThreshold": "5",
+	}
+	config := scalerConfig(metadata, keyAuth(srv))
+	config.TriggerIndex = 2
+	var seen []scalers.AzureCosmosDBEstimate
+	s, trigger, err := scalers.NewObservedAzureCosmosDBScaler(config, func(e scalers.AzureCosmosDBEstimate) { seen = append(seen, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+
+	spec := s.GetMetricSpecForScaling(context.Background())[0]
+	if want := "s2-" + trigger.MetricName; spec.External.Metric.Name != want {
+		t.Errorf("metric name %q, trigger says %q", spec.External.Metric.Name, want)
+	}
+	if trigger.Threshold != metricTarget(spec) || trigger.Activation != 5 || trigger.Processor != "orders-processor" {
+		t.Errorf("trigger %+v, metric target %d", trigger, metricTarget(spec))
+	}
+
+	metric, active := poll(t, s)
+	if len(seen) != 1 {
+		t.Fatalf("%d estimates observed, want 1", len(seen))
+	}
+	e := seen[0]
+	if e.Err != nil || e.Metric != metric || e.Active != active || e.Threshold != 25 || e.Activation != 5 {
+		t.Errorf("observed %+v; the scaler returned metric %d, active %v", e, metric, active)
+	}
+	var total int64
+	for _, l := range e.Leases {
+		total += l.Lag
+	}
+	if len(e.Leases) != 3 || total != e.TotalLag || e.TotalLag != 120 || e.ActivePartitions != 3 || e.Requests == 0 {
+		t.Errorf("observed %d leases, lags summing to %d, summary %+v, %d requests", len(e.Leases), total, e.CosmosDBLagSummary, e.Requests)
+	}
+
+	closeServer() // the next poll fails: the observer gets the error the scaler returned
+	err = pollError(t, s)
+	if len(seen) != 2 || !errors.Is(seen[1].Err, err) || seen[1].Metric != 0 || seen[1].Active {
+		t.Errorf("after a failed poll (%v) observed %+v", err, seen[1:])
+	}
+}
+
+// The parameter list comes from the keda: tags, azure.CosmosDBAuth included:
+// exactly the credential parameters are secret, and only the parameters
+// the scaler reads from the scale target's environment have a FromEnv form.
+func TestParametersComeFromTheTags(t *testing.T) {
+	var names, secret, fromEnv, accountParams []string
+	for _, p := range scalers.AzureCosmosDBParameters() {
+		names = append(names, p.Name)
+		if p.Secret {
+			secret = append(secret, p.Name)
+		}
+		if p.FromEnv {
+			fromEnv = append(fromEnv, p.Name)
+		}
+		if p.Account {
+			accountParams = append(accountParams, p.Name)
+		}
+	}
+	for _, tc := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"secret", secret, []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey", "clientSecret"}},
+		{"from the environment", fromEnv, []string{"connection", "leaseConnection", "cosmosDBKey", "leaseCosmosDBKey"}},
+	} {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("%s parameters %v, want %v", tc.what, tc.got, tc.want)
+		}
+	}
+	for _, name := range []string{"databaseId", "processorName", "changeFeedLagThreshold", "endpoint", "tenantId", "cloud", "activeDirectoryEndpoint"} {
+		if !slices.Contains(names, name) {
+			t.Errorf("parameter %s missing from %v", name, names)
+		}
+	}
+	if len(accountParams) != 12 || slices.Contains(accountParams, "databaseId") {
+		t.Errorf("account parameters %v, want the 12 of azure.CosmosDBAuth", accountParams)
+	}
+}
+
+func TestSecretsRedact(t *testing.T) {
+	var s scalers.Secrets
+	s.Add("", "abc=", "AccountEndpoint=https://a.documents.azure.com/;AccountKey=a2V5LWZvci10ZXN0cw==;", "ab")
+	for _, tc := range []struct{ in, want string }{
+		{"key abc=, again abc=", "key [redacted], again [redacted]"},
+		{"conn AccountEndpoint=https://a.documents.azure.com/;AccountKey=a2V5LWZvci10ZXN0cw==; key a2V5LWZvci10ZXN0cw==", "conn [redacted] key [redacted]"},
+		{"ab is too short to hide", "ab is too short to hide"},
+	} {
+		if got := s.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	c := s.Clone()
+	c.Add("only-in-the-clone")
+	if strings.Contains(c.Redact("only-in-the-clone"), "only") || !strings.Contains(s.Redact("only-in-the-clone"), "only") {
+		t.Error("Clone shares its values with the original")
+	}
+}
+
+func TestIsEnvVarName(t *testing.T) {
+	for name, want := range map[string]bool{"COSMOS_CONNECTION": true, "_x1": true, "1X": false, "": false, "a=b": false, "AccountKey=abc==": false} {
+		if got := scalers.IsEnvVarName(name); got != want {
+			t.Errorf("IsEnvVarName(%q) = %v", name, got)
+		}
+	}
+}

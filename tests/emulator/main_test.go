@@ -1,0 +1,95 @@
+package emulator
+
+import (
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
+)
+
+// tokenIssuer is the tests' Entra ID. Go reads SSL_CERT_FILE and
+// HTTPS_PROXY once, before the first TLS connection and the first proxied
+// request, so TestMain sets both before any test runs: the issuer's CA is
+// trusted, and through the CONNECT proxy the issuer also answers as
+// login.microsoftonline.com and every other public authority host (MSAL's
+// instance discovery for custom authorities goes there). Loopback hosts,
+// the embedded servers included, are never proxied.
+var tokenIssuer *entraidtest.Issuer
+
+// scalerLogs captures everything the scaler logs (verbosity 1 included), so
+// tests can assert that no secret ever reaches a log line.
+var scalerLogs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(line)
+	b.buf.WriteByte('\n')
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	logf.SetLogger(funcr.New(func(prefix, args string) { scalerLogs.add(prefix + " " + args) }, funcr.Options{Verbosity: 1}))
+	issuer, err := entraidtest.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tokenIssuer = issuer
+	defer tokenIssuer.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(tokenIssuer.CAPEM())
+	proxy, err := connectproxy.New(tokenIssuer, tokenIssuer.Certificate, roots)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer proxy.Close()
+	dir, err := os.MkdirTemp("", "cosmosdb-emulator-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, tokenIssuer.CAPEM(), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("SSL_CERT_FILE", caFile)
+	os.Setenv("HTTPS_PROXY", proxy.URL())
+	os.Unsetenv("NO_PROXY")
+	os.Unsetenv("no_proxy")
+	// As KEDA's operator does at start-up (its --http-max-idle-conns-per-host
+	// default), so concurrent lease reads keep their connections alive.
+	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
