@@ -251,7 +251,7 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	}
 	cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
 	if err != nil {
-		return nil, "", fmt.Errorf("tenantId/clientId: %w", err) // azidentity's message holds no secret
+		return nil, "", fmt.Errorf("tenantId/clientId/activeDirectoryEndpoint: %s", cosmosDBExcerpt(err.Error())) // holds no secret
 	}
 	return cred, scope, nil
 }
