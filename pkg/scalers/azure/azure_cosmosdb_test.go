@@ -1,0 +1,754 @@
+package azure
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+)
+
+// Placeholder credentials: tests assert they never appear in an error.
+const (
+	testCosmosDBKey          = "dGVzdC1hY2NvdW50LWtleS1ub3QtZm9yLWxvZ3MtN2YzYTlj"
+	testCosmosDBLeaseKey     = "bGVhc2UtYWNjb3VudC1rZXktbm90LWZvci1sb2dzLTJiOGU0MQ=="
+	testCosmosDBClientSecret = "client-secret-not-for-logs"
+	testCosmosDBAccessToken  = "access-token-not-for-logs"
+	testCosmosDBEndpoint     = "https://myaccount.documents.azure.com:443/"
+	testCosmosDBLeaseHost    = "https://leaseaccount.documents.azure.com:443/"
+	testCosmosDBDatabaseRID  = "Dm0aAA=="
+	testCosmosDBContainerRID = "Dm0aAKj0eAc="
+)
+
+func testCosmosDBConnection(endpoint, key string) CosmosDBSecret {
+	return CosmosDBSecret("AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";")
+}
+
+// testCosmosDBSignature computes the master-key signature as the REST API
+// documents it, independently of the scaler's code.
+func testCosmosDBSignature(t *testing.T, key, verb, resourceType, resourceLink, date string) string {
+	t.Helper()
+	k, err := base64.StdEncoding.DecodeString(key)
+	require.NoError(t, err)
+	mac := hmac.New(sha256.New, k)
+	fmt.Fprintf(mac, "%s\n%s\n%s\n%s\n\n", strings.ToLower(verb), strings.ToLower(resourceType), resourceLink, strings.ToLower(date))
+	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+}
+
+type testCosmosDBRecord struct {
+	method, host, path string
+	header             http.Header
+	body               string
+}
+
+// testCosmosDBTransport is a policy.Transporter that answers in-process:
+// Microsoft Entra ID instance and tenant discovery and the token endpoint
+// for any authority host, and, through service, Cosmos DB. It records
+// every request.
+type testCosmosDBTransport struct {
+	service *testCosmosDBService
+	mu      sync.Mutex
+	records []testCosmosDBRecord
+}
+
+func (tr *testCosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+	}
+	tr.mu.Lock()
+	tr.records = append(tr.records, testCosmosDBRecord{req.Method, req.URL.Host, req.URL.Path, req.Header.Clone(), string(body)})
+	tr.mu.Unlock()
+	status, header, payload := http.StatusNotFound, http.Header{}, `{"code":"NotFound","message":"no such route"}`
+	switch p := req.URL.Path; {
+	case strings.HasSuffix(p, "/common/discovery/instance"):
+		authorize, err := url.Parse(req.URL.Query().Get("authorization_endpoint"))
+		if err != nil {
+			return nil, err
+		}
+		tenant, _, _ := strings.Cut(strings.TrimPrefix(authorize.Path, "/"), "/")
+		status, payload = http.StatusOK, fmt.Sprintf(`{"tenant_discovery_endpoint":"https://%[1]s/%[2]s/v2.0/.well-known/openid-configuration","api-version":"1.1",`+
+			`"metadata":[{"preferred_network":"%[1]s","preferred_cache":"%[1]s","aliases":["%[1]s"]}]}`, authorize.Host, tenant)
+	case strings.HasSuffix(p, "/v2.0/.well-known/openid-configuration"):
+		tenant, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+		authority := "https://" + req.URL.Host + "/" + tenant
+		status, payload = http.StatusOK, fmt.Sprintf(`{"token_endpoint":"%[1]s/oauth2/v2.0/token","authorization_endpoint":"%[1]s/oauth2/v2.0/authorize","issuer":"%[1]s/v2.0"}`, authority)
+	case strings.HasSuffix(p, "/oauth2/v2.0/token"):
+		status, payload = http.StatusOK, `{"token_type":"Bearer","expires_in":3600,"access_token":"`+testCosmosDBAccessToken+`"}`
+	case tr.service != nil:
+		status, header, payload = tr.service.serve(req)
+	}
+	header.Set("Content-Type", "application/json")
+	return &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(strings.NewReader(payload)), Request: req}, nil
+}
+
+func (tr *testCosmosDBTransport) find(match func(testCosmosDBRecord) bool) []testCosmosDBRecord {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []testCosmosDBRecord
+	for _, r := range tr.records {
+		if match(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func testCosmosDBIsLogin(r testCosmosDBRecord) bool {
+	return strings.Contains(r.path, "/oauth2/") || strings.Contains(r.path, "/.well-known/") || strings.Contains(r.path, "/discovery/")
+}
+
+// testCosmosDBService answers the requests of one poll of database db,
+// container items and lease container leases: the RIDs, two physical
+// ranges ("0" [,80) and "1" [80,FF)), the lease query (one page per entry
+// of leasePages) and change feed reads (304 unless changeFeed answers).
+type testCosmosDBService struct {
+	leasePages [][]string
+	changeFeed func(h http.Header) (int, http.Header, string)
+}
+
+func (s *testCosmosDBService) serve(req *http.Request) (int, http.Header, string) {
+	header := http.Header{}
+	switch p := req.URL.Path; {
+	case req.Method == http.MethodGet && p == "/dbs/db":
+		return http.StatusOK, header, `{"id":"db","_rid":"` + testCosmosDBDatabaseRID + `"}`
+	case req.Method == http.MethodGet && p == "/dbs/db/colls/items":
+		return http.StatusOK, header, `{"id":"items","_rid":"` + testCosmosDBContainerRID + `"}`
+	case req.Method == http.MethodGet && p == "/dbs/db/colls/items/pkranges":
+		return http.StatusOK, header, `{"PartitionKeyRanges":[{"id":"0","minInclusive":"","maxExclusive":"80","parents":[]},{"id":"1","minInclusive":"80","maxExclusive":"FF","parents":[]}]}`
+	case req.Method == http.MethodPost && p == "/dbs/db/colls/leases/docs":
+		page := 0
+		if c := req.Header.Get("x-ms-continuation"); c != "" {
+			_, _ = fmt.Sscanf(c, "page-%d", &page)
+		}
+		var docs []string
+		if page < len(s.leasePages) {
+			docs = s.leasePages[page]
+		}
+		if page+1 < len(s.leasePages) {
+			header.Set("x-ms-continuation", fmt.Sprintf("page-%d", page+1))
+		}
+		return http.StatusOK, header, `{"Documents":[` + strings.Join(docs, ",") + `],"_count":` + fmt.Sprint(len(docs)) + `}`
+	case req.Method == http.MethodGet && p == "/dbs/db/colls/items/docs" && s.changeFeed != nil:
+		return s.changeFeed(req.Header)
+	case req.Method == http.MethodGet && p == "/dbs/db/colls/items/docs":
+		return http.StatusNotModified, header, ""
+	}
+	return http.StatusNotFound, header, `{"code":"NotFound","message":"no such route"}`
+}
+
+// testCosmosDBEstimate runs one poll against service, with account keys.
+func testCosmosDBEstimate(t *testing.T, service *testCosmosDBService) (CosmosDBLagEstimate, *testCosmosDBTransport, error) {
+	t.Helper()
+	tr := &testCosmosDBTransport{service: service}
+	data, leases, err := ResolveCosmosDBAccounts(CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)}, tr, logr.Discard())
+	require.NoError(t, err)
+	estimator := NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr), CosmosDBContainers{
+		Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
+	})
+	estimate, err := estimator.Estimate(context.Background())
+	return estimate, tr, err
+}
+
+// testCosmosDBLeaseID is a lease id as the .NET SDK writes it for
+// processor orders on myaccount's db/items.
+func testCosmosDBLeaseID(token string) string {
+	return "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID + ".." + token
+}
+
+func testCosmosDBJSON(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// testCosmosDBJavaState is a Java v4 change feed state, Base64 URL-safe as
+// ChangeFeedState.toString writes it.
+func testCosmosDBJavaState(t *testing.T, mode string, entries ...[3]string) string {
+	t.Helper()
+	var continuation []map[string]any
+	for _, e := range entries {
+		var token any
+		if e[2] != "null" {
+			token = e[2]
+		}
+		continuation = append(continuation, map[string]any{"token": token, "range": map[string]any{"min": e[0], "max": e[1]}})
+	}
+	state := map[string]any{"V": 1, "Rid": testCosmosDBContainerRID, "Mode": mode, "StartFrom": map[string]any{"Type": "BEGINNING"},
+		"Continuation": map[string]any{"V": 1, "Rid": testCosmosDBContainerRID, "Continuation": continuation, "Range": map[string]any{"min": "", "max": "FF"}}}
+	return base64.URLEncoding.EncodeToString([]byte(testCosmosDBJSON(t, state)))
+}
+
+func TestCosmosDBCredentialSelection(t *testing.T) {
+	sp := func(a CosmosDBAuth) CosmosDBAuth {
+		a.TenantID, a.ClientID, a.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
+		return a
+	}
+	wi := v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
+	type want struct{ dataHost, dataKey, dataToken, leaseHost, leaseKey, leaseToken string }
+	const data, lease = "myaccount.documents.azure.com:443", "leaseaccount.documents.azure.com:443"
+	tests := []struct {
+		name    string
+		auth    CosmosDBAuth
+		want    want // *Key: the key used; *Token: "secret" or "chained"
+		wantErr string
+	}{
+		{name: "connection string, lease account inherits it",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "connection string wins over endpoint and key",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), Endpoint: testCosmosDBLeaseHost, Key: testCosmosDBLeaseKey},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "endpoint and key, lease account inherits both",
+			auth: CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "key wins over a service principal",
+			auth: sp(CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey}),
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "endpoint without key uses the service principal, lease inherits it",
+			auth: sp(CosmosDBAuth{Endpoint: testCosmosDBEndpoint}),
+			want: want{dataHost: data, dataToken: "secret", leaseHost: data, leaseToken: "secret"}},
+		{name: "workload identity wins over a service principal",
+			auth: sp(CosmosDBAuth{Endpoint: testCosmosDBEndpoint, PodIdentity: wi}),
+			want: want{dataHost: data, dataToken: "chained", leaseHost: data, leaseToken: "chained"}},
+		{name: "workload identity ignores a partial service principal",
+			auth: CosmosDBAuth{Endpoint: testCosmosDBEndpoint, TenantID: "tenant-1", PodIdentity: wi},
+			want: want{dataHost: data, dataToken: "chained", leaseHost: data, leaseToken: "chained"}},
+		{name: "key wins over workload identity",
+			auth: CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, PodIdentity: wi},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "separate lease account by leaseConnection",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseConnection: testCosmosDBConnection(testCosmosDBLeaseHost, testCosmosDBLeaseKey)},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: lease, leaseKey: testCosmosDBLeaseKey}},
+		{name: "leaseConnection wins over leaseEndpoint and leaseCosmosDBKey",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseConnection: testCosmosDBConnection(testCosmosDBLeaseHost, testCosmosDBLeaseKey),
+				LeaseEndpoint: testCosmosDBEndpoint, LeaseKey: testCosmosDBKey},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: lease, leaseKey: testCosmosDBLeaseKey}},
+		{name: "key for the data account, bearer token for the lease account",
+			auth: sp(CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, LeaseEndpoint: testCosmosDBLeaseHost}),
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: lease, leaseToken: "secret"}},
+		{name: "bearer token for the data account, key for the lease account",
+			auth: sp(CosmosDBAuth{Endpoint: testCosmosDBEndpoint, LeaseEndpoint: testCosmosDBLeaseHost, LeaseKey: testCosmosDBLeaseKey}),
+			want: want{dataHost: data, dataToken: "secret", leaseHost: lease, leaseKey: testCosmosDBLeaseKey}},
+		{name: "keys for both accounts accept a partial service principal (tenantId only)",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseConnection: testCosmosDBConnection(testCosmosDBLeaseHost, testCosmosDBLeaseKey), TenantID: "tenant-1"},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: lease, leaseKey: testCosmosDBLeaseKey}},
+		{name: "endpoint keys for both accounts accept a partial service principal",
+			auth: CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, LeaseEndpoint: testCosmosDBLeaseHost, LeaseKey: testCosmosDBLeaseKey, TenantID: "tenant-1", ClientID: "client-1"},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: lease, leaseKey: testCosmosDBLeaseKey}},
+		{name: "an inherited key accepts a partial service principal",
+			auth: CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, ClientSecret: testCosmosDBClientSecret},
+			want: want{dataHost: data, dataKey: testCosmosDBKey, leaseHost: data, leaseKey: testCosmosDBKey}},
+		{name: "leaseEndpoint does not inherit cosmosDBKey",
+			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, LeaseEndpoint: testCosmosDBLeaseHost},
+			wantErr: "leaseEndpoint without an account key: an account without a key needs bearer-token authentication"},
+		{name: "leaseCosmosDBKey without leaseEndpoint is refused",
+			auth:    CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseKey: testCosmosDBLeaseKey},
+			wantErr: "leaseCosmosDBKey is set but neither leaseEndpoint nor leaseConnection is"},
+		{name: "partial service principal for a keyless endpoint",
+			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, TenantID: "tenant-1"},
+			wantErr: "endpoint without an account key: service-principal authentication needs tenantId, clientId and clientSecret together; missing clientId, clientSecret"},
+		{name: "partial service principal for a keyless lease endpoint",
+			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, Key: testCosmosDBKey, LeaseEndpoint: testCosmosDBLeaseHost, ClientID: "client-1", ClientSecret: testCosmosDBClientSecret},
+			wantErr: "leaseEndpoint without an account key: service-principal authentication needs tenantId, clientId and clientSecret together; missing tenantId"},
+		{name: "both accounts keyless without credentials",
+			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, LeaseEndpoint: testCosmosDBLeaseHost},
+			wantErr: "endpoint and leaseEndpoint without an account key: an account without a key needs bearer-token authentication"},
+		{name: "no account at all", auth: CosmosDBAuth{}, wantErr: "no endpoint: set connection, or endpoint"},
+		{name: "cosmosDBKey without endpoint", auth: CosmosDBAuth{Key: testCosmosDBKey}, wantErr: "cosmosDBKey is set but endpoint is not"},
+		{name: "unsupported pod identity",
+			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, PodIdentity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderGCP}},
+			wantErr: `podIdentity provider "gcp" is not supported; use azure-workload`},
+		{name: "endpoint key is not sent to a host outside the cloud's Cosmos DB domain",
+			auth:    CosmosDBAuth{Endpoint: "https://collector.example.com/", Key: testCosmosDBKey},
+			wantErr: "endpoint: an account key or token is only sent to hosts under documents.azure.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.auth.PodIdentity.Provider == v1alpha1.PodIdentityProviderAzureWorkload {
+				tokenFile := filepath.Join(t.TempDir(), "token")
+				require.NoError(t, os.WriteFile(tokenFile, []byte("federated-token"), 0o600))
+				t.Setenv("AZURE_CLIENT_ID", "client-wi")
+				t.Setenv("AZURE_TENANT_ID", "tenant-wi")
+				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+			}
+			tr := &testCosmosDBTransport{}
+			dataAccount, leaseAccount, err := ResolveCosmosDBAccounts(tt.auth, tr, logr.Discard())
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				for _, secret := range []string{testCosmosDBKey, testCosmosDBLeaseKey, testCosmosDBClientSecret} {
+					assert.NotContains(t, err.Error(), secret, "the error quotes a secret")
+				}
+				return
+			}
+			require.NoError(t, err)
+			got := want{dataHost: dataAccount.Endpoint.Host, leaseHost: leaseAccount.Endpoint.Host}
+			got.dataKey, got.dataToken = testCosmosDBCredential(dataAccount)
+			got.leaseKey, got.leaseToken = testCosmosDBCredential(leaseAccount)
+			assert.Equal(t, tt.want, got)
+			assert.Empty(t, tr.find(func(testCosmosDBRecord) bool { return true }), "resolving sent requests")
+		})
+	}
+}
+
+// testCosmosDBCredential names an account's credential: its key as base64,
+// or the kind of its token credential.
+func testCosmosDBCredential(a *CosmosDBAccount) (key, token string) {
+	if a.UsesKey() {
+		key = base64.StdEncoding.EncodeToString(a.key)
+	}
+	switch a.token.(type) {
+	case nil:
+	case *azidentity.ClientSecretCredential:
+		token = "secret"
+	case *azidentity.ChainedTokenCredential:
+		token = "chained"
+	default:
+		token = fmt.Sprintf("%T", a.token)
+	}
+	return key, token
+}
+
+func TestCosmosDBServicePrincipalValidation(t *testing.T) {
+	tests := []struct {
+		tenant, client, secret string
+		wantErr                string
+	}{
+		{"tenant-1", "client-1", testCosmosDBClientSecret, ""},
+		{"", "", "", "an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret"},
+		{"tenant-1", "", "", "missing clientId, clientSecret"},
+		{"", "client-1", "", "missing tenantId, clientSecret"},
+		{"", "", testCosmosDBClientSecret, "missing tenantId, clientId"},
+		{"tenant-1", "client-1", "", "missing clientSecret"},
+		{"tenant-1", "", testCosmosDBClientSecret, "missing clientId"},
+		{"", "client-1", testCosmosDBClientSecret, "missing tenantId"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("tenant=%t,client=%t,secret=%t", tt.tenant != "", tt.client != "", tt.secret != ""), func(t *testing.T) {
+			auth := CosmosDBAuth{Endpoint: testCosmosDBEndpoint, TenantID: tt.tenant, ClientID: tt.client, ClientSecret: CosmosDBSecret(tt.secret)}
+			data, _, err := ResolveCosmosDBAccounts(auth, &testCosmosDBTransport{}, logr.Discard())
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.IsType(t, &azidentity.ClientSecretCredential{}, data.token)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			if strings.HasPrefix(tt.wantErr, "missing") {
+				assert.Contains(t, err.Error(), "service-principal authentication needs tenantId, clientId and clientSecret together")
+			}
+			assert.NotContains(t, err.Error(), testCosmosDBClientSecret)
+		})
+	}
+}
+
+func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
+	tests := []struct {
+		name, cloud, resourceURL, authority, endpoint string
+		workloadIdentity                              bool
+		wantScope, wantAuthorityHost                  string
+		wantErr                                       string
+	}{
+		{name: "default cloud", endpoint: testCosmosDBEndpoint,
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.microsoftonline.com"},
+		{name: "AzurePublicCloud", cloud: "AzurePublicCloud", endpoint: testCosmosDBEndpoint,
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.microsoftonline.com"},
+		{name: "cloud names are case-insensitive", cloud: "azureusgovernmentcloud", endpoint: "https://myaccount.documents.azure.us/",
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.microsoftonline.us"},
+		{name: "AzureUSGovernmentCloud", cloud: "AzureUSGovernmentCloud", endpoint: "https://myaccount.documents.azure.us/",
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.microsoftonline.us"},
+		{name: "AzureChinaCloud", cloud: "AzureChinaCloud", endpoint: "https://myaccount.documents.azure.cn/",
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.chinacloudapi.cn"},
+		{name: "AzureGermanCloud", cloud: "AzureGermanCloud", endpoint: "https://myaccount.documents.microsoftazure.de/",
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.microsoftonline.de"},
+		{name: "cosmosDBResourceURL does not override a known cloud", cloud: "AzureChinaCloud", resourceURL: "https://cosmos.override.example", endpoint: "https://myaccount.documents.azure.cn/",
+			wantScope: "https://cosmos.azure.com/.default", wantAuthorityHost: "login.chinacloudapi.cn"},
+		{name: "Private", cloud: "Private", resourceURL: "https://cosmos.private.example/", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
+			wantScope: "https://cosmos.private.example/.default", wantAuthorityHost: "login.private.example"},
+		{name: "private, lowercase", cloud: "private", resourceURL: "https://cosmos.private.example", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
+			wantScope: "https://cosmos.private.example/.default", wantAuthorityHost: "login.private.example"},
+		{name: "Private with workload identity needs no activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
+			workloadIdentity: true, wantScope: "https://cosmos.private.example/.default"},
+		{name: "workload identity on a known cloud", cloud: "AzureChinaCloud", endpoint: "https://myaccount.documents.azure.cn/",
+			workloadIdentity: true, wantScope: "https://cosmos.azure.com/.default"},
+		{name: "Private without cosmosDBResourceURL", cloud: "Private", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
+			wantErr: "cosmosDBResourceURL must be provided for Private cloud type"},
+		{name: "Private with workload identity without cosmosDBResourceURL", cloud: "Private", endpoint: "https://myaccount.cosmos.private.example/", workloadIdentity: true,
+			wantErr: "cosmosDBResourceURL must be provided for Private cloud type"},
+		{name: "Private service principal without activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
+			wantErr: "activeDirectoryEndpoint must be provided for Private cloud type"},
+		{name: "Private must not ask for the public cloud's resource", cloud: "Private", resourceURL: "https://cosmos.azure.com/", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a public cloud's Cosmos DB resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			auth := CosmosDBAuth{Endpoint: tt.endpoint, Cloud: tt.cloud, CosmosDBResourceURL: tt.resourceURL, ActiveDirectoryEndpoint: tt.authority}
+			if tt.workloadIdentity {
+				t.Setenv("AZURE_CLIENT_ID", "client-wi")
+				t.Setenv("AZURE_TENANT_ID", "tenant-wi")
+				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", filepath.Join(t.TempDir(), "token"))
+				auth.PodIdentity = v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
+			} else {
+				auth.TenantID, auth.ClientID, auth.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
+			}
+			tr := &testCosmosDBTransport{service: &testCosmosDBService{}}
+			data, lease, err := ResolveCosmosDBAccounts(auth, tr, logr.Discard())
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantScope, data.scope)
+			assert.Equal(t, tt.wantScope, lease.scope)
+			if tt.workloadIdentity {
+				return // its token comes from the pod's federated identity
+			}
+			// One poll: the token request's authority and scope, and the
+			// token on every Cosmos DB request.
+			_, err = NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(lease, tr), CosmosDBContainers{
+				Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
+			}).Estimate(context.Background())
+			require.NoError(t, err)
+			logins := tr.find(testCosmosDBIsLogin)
+			require.NotEmpty(t, logins)
+			for _, r := range logins {
+				assert.Equal(t, tt.wantAuthorityHost, r.host, "%s %s", r.method, r.path)
+			}
+			tokens := tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/tenant-1/oauth2/v2.0/token") })
+			require.Len(t, tokens, 1, "one token for both accounts and every request")
+			form, err := url.ParseQuery(tokens[0].body)
+			require.NoError(t, err)
+			assert.Contains(t, strings.Fields(form.Get("scope")), tt.wantScope)
+			assert.Equal(t, "client-1", form.Get("client_id"))
+			cosmos := tr.find(func(r testCosmosDBRecord) bool { return !testCosmosDBIsLogin(r) })
+			require.Len(t, cosmos, 3) // database, container, lease query
+			for _, r := range cosmos {
+				assert.Equal(t, "type=aad&ver=1.0&sig="+testCosmosDBAccessToken, r.header.Get("Authorization"), "%s %s", r.method, r.path)
+			}
+		})
+	}
+}
+
+func TestCosmosDBConnectionString(t *testing.T) {
+	tests := []struct {
+		name, connection, wantEndpoint, wantKey, wantErr string
+	}{
+		{name: "as the portal shows it", connection: "AccountEndpoint=https://acc.documents.azure.com:443/;AccountKey=" + testCosmosDBKey + ";",
+			wantEndpoint: "https://acc.documents.azure.com:443/", wantKey: testCosmosDBKey},
+		{name: "names are case-insensitive", connection: "accountendpoint=https://acc.documents.azure.com:443/;ACCOUNTKEY=" + testCosmosDBLeaseKey,
+			wantEndpoint: "https://acc.documents.azure.com:443/", wantKey: testCosmosDBLeaseKey},
+		{name: "spaces, other parts and the key's '=' padding", connection: " AccountKey = " + testCosmosDBLeaseKey + " ; ApplicationName=app;AccountEndpoint = https://acc.documents.azure.com ;",
+			wantEndpoint: "https://acc.documents.azure.com/", wantKey: testCosmosDBLeaseKey},
+		{name: "the endpoint's path is normalised", connection: "AccountEndpoint=https://acc.documents.azure.com:443;AccountKey=" + testCosmosDBKey,
+			wantEndpoint: "https://acc.documents.azure.com:443/", wantKey: testCosmosDBKey},
+		{name: "any host: the connection string binds its endpoint", connection: "AccountEndpoint=https://cosmos.internal.example/;AccountKey=" + testCosmosDBKey,
+			wantEndpoint: "https://cosmos.internal.example/", wantKey: testCosmosDBKey},
+		{name: "missing AccountKey", connection: "AccountEndpoint=https://acc.documents.azure.com:443/", wantErr: "connection: a connection string needs AccountEndpoint=...;AccountKey=..."},
+		{name: "missing AccountEndpoint", connection: "AccountKey=" + testCosmosDBKey, wantErr: "connection: a connection string needs AccountEndpoint=...;AccountKey=..."},
+		{name: "not a connection string", connection: testCosmosDBKey, wantErr: "connection: a connection string needs AccountEndpoint=...;AccountKey=..."},
+		{name: "key is not base64", connection: "AccountEndpoint=https://acc.documents.azure.com/;AccountKey=not*base64*key-not-for-logs", wantErr: "connection AccountKey: account key is not valid non-empty base64"},
+		{name: "endpoint scheme", connection: "AccountEndpoint=ftp://acc.documents.azure.com/;AccountKey=" + testCosmosDBKey, wantErr: `connection AccountEndpoint: scheme must be https, got "ftp"`},
+		{name: "endpoint with a path", connection: "AccountEndpoint=https://acc.documents.azure.com/dbs/x;AccountKey=" + testCosmosDBKey, wantErr: `connection AccountEndpoint: URL must not have a path, got "/dbs/x"`},
+		{name: "endpoint with a query", connection: "AccountEndpoint=https://acc.documents.azure.com/?a=b;AccountKey=" + testCosmosDBKey, wantErr: "connection AccountEndpoint: URL must not carry user info, query or fragment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, prefix := range []string{"", "lease"} {
+				auth := CosmosDBAuth{Connection: CosmosDBSecret(tt.connection)}
+				if prefix == "lease" {
+					auth = CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseConnection: CosmosDBSecret(tt.connection)}
+				}
+				data, lease, err := ResolveCosmosDBAccounts(auth, &testCosmosDBTransport{}, logr.Discard())
+				if tt.wantErr != "" {
+					require.Error(t, err)
+					wantErr := tt.wantErr
+					if prefix == "lease" {
+						wantErr = "leaseC" + strings.TrimPrefix(wantErr, "c")
+					}
+					assert.Equal(t, wantErr, err.Error())
+					assert.NotContains(t, err.Error(), "not-for-logs")
+					continue
+				}
+				require.NoError(t, err)
+				account := data
+				if prefix == "lease" {
+					account = lease
+				}
+				assert.Equal(t, tt.wantEndpoint, account.Endpoint.String())
+				key, _ := testCosmosDBCredential(account)
+				assert.Equal(t, tt.wantKey, key)
+			}
+		})
+	}
+}
+
+func TestCosmosDBMasterKeySignature(t *testing.T) {
+	// The example of the REST API's "Access control" page.
+	const docKey = "dsZQi3KtZmCv1ljt3VNWNm7sQUF1y5rJfC6kv5JiwvW0EndXdDku/dkKBp8/ufDToSxLzR4y+O/0H/t4bQtVNw=="
+	key, err := base64.StdEncoding.DecodeString(docKey)
+	require.NoError(t, err)
+	got := signCosmosDBRequest(key, "GET", "dbs", "dbs/ToDoList", "Thu, 27 Apr 2017 00:51:12 GMT")
+	unescaped, err := url.QueryUnescape(got)
+	require.NoError(t, err)
+	assert.Equal(t, "type=master&ver=1.0&sig=c09PEVJrgp2uQRkr934kFbTqhByc7TVr3OHyqlu+c+c=", unescaped)
+	assert.Equal(t, testCosmosDBSignature(t, docKey, "GET", "dbs", "dbs/ToDoList", "Thu, 27 Apr 2017 00:51:12 GMT"), got)
+
+	// Every request of a poll is signed for its own resource type and link.
+	_, tr, err := testCosmosDBEstimate(t, &testCosmosDBService{leasePages: [][]string{{
+		testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("1"), "version": 1, "LeaseToken": "20-40", "ContinuationToken": `"5"`,
+			"FeedRange": map[string]any{"Range": map[string]any{"min": "20", "max": "40"}}}),
+	}}})
+	require.NoError(t, err)
+	want := map[string][2]string{ // path: resource type, resource link
+		"GET /dbs/db":                      {"dbs", "dbs/db"},
+		"GET /dbs/db/colls/items":          {"colls", "dbs/db/colls/items"},
+		"POST /dbs/db/colls/leases/docs":   {"docs", "dbs/db/colls/leases"},
+		"GET /dbs/db/colls/items/pkranges": {"pkranges", "dbs/db/colls/items"},
+		"GET /dbs/db/colls/items/docs":     {"docs", "dbs/db/colls/items"},
+	}
+	seen := map[string]bool{}
+	for _, r := range tr.find(func(testCosmosDBRecord) bool { return true }) {
+		request := r.method + " " + r.path
+		resource, ok := want[request]
+		require.True(t, ok, "unexpected request %s", request)
+		seen[request] = true
+		date := r.header.Get("x-ms-date")
+		assert.NotEmpty(t, date)
+		assert.Equal(t, testCosmosDBSignature(t, testCosmosDBKey, r.method, resource[0], resource[1], date), r.header.Get("Authorization"), request)
+		assert.Equal(t, "2020-11-05", r.header.Get("x-ms-version"), request)
+	}
+	assert.Len(t, seen, len(want))
+}
+
+func TestCosmosDBLeaseDecoding(t *testing.T) {
+	dotnetRange := func(lower, upper string) map[string]any {
+		return map[string]any{"Range": map[string]any{"min": lower, "max": upper}}
+	}
+	javaRange := func(lower, upper string) map[string]any {
+		return map[string]any{"Range": map[string]any{"min": lower, "max": upper, "isMinInclusive": true, "isMaxInclusive": false}}
+	}
+	tests := []struct {
+		name string
+		doc  map[string]any
+		want *CosmosDBLease // nil: not a lease
+	}{
+		{name: ".NET v0", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"24"`, "Owner": "host-a",
+			"FeedRange": dotnetRange("", "80"), "Mode": "Incremental Feed", "properties": map[string]any{}, "timestamp": "2026-06-28T14:42:40Z"},
+			want: &CosmosDBLease{Token: "0", Format: "dotnet-v0", Owner: "host-a", Continuation: `"24"`}},
+		{name: ".NET v0 all versions and deletes", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"24"`, "Mode": "full-fidelity FEED"},
+			want: &CosmosDBLease{Token: "0", Format: "dotnet-v0", Continuation: `"24"`, AllVersionsAndDeletes: true}},
+		{name: ".NET v0 unknown mode is read as latest version", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"24"`, "Mode": "Future Feed"},
+			want: &CosmosDBLease{Token: "0", Format: "dotnet-v0", Continuation: `"24"`, UnknownMode: "Future Feed"}},
+		{name: ".NET v1 EPK", doc: map[string]any{"id": testCosmosDBLeaseID("05C1DF-80"), "version": 1, "LeaseToken": "05C1DF-80", "ContinuationToken": `"100"`, "Owner": nil,
+			"FeedRange": dotnetRange("05c1df", "80"), "Mode": "Incremental Feed"},
+			want: &CosmosDBLease{Token: "05C1DF-80", Format: "dotnet-v1", EPK: true, Min: "05C1DF", Max: "80", Continuation: `"100"`}},
+		{name: "Java v0 (no version)", doc: map[string]any{"id": "ordersmyaccount.documents.azure.com_db_items..1", "LeaseToken": "1", "ContinuationToken": `"11"`, "Owner": "ZKNjph"},
+			want: &CosmosDBLease{Token: "1", Format: "java-v0", Owner: "ZKNjph", Continuation: `"11"`}},
+		{name: "Java v1 EPK, state picks the entry of its range, FULL_FIDELITY", doc: map[string]any{"id": testCosmosDBLeaseID("80-FF"), "version": 1, "LeaseToken": "80-FF",
+			"feedRange": javaRange("80", "FF"), "ContinuationToken": testCosmosDBJavaState(t, "FULL_FIDELITY", [3]string{"", "80", `"11"`}, [3]string{"80", "FF", `"42"`})},
+			want: &CosmosDBLease{Token: "80-FF", Format: "java-v1", EPK: true, Min: "80", Max: "FF", Continuation: `"42"`, AllVersionsAndDeletes: true}},
+		{name: "Java v1 EPK INCREMENTAL", doc: map[string]any{"id": testCosmosDBLeaseID("-80"), "version": 1, "LeaseToken": "-80",
+			"feedRange": javaRange("", "80"), "ContinuationToken": testCosmosDBJavaState(t, "INCREMENTAL", [3]string{"", "80", `"7"`})},
+			want: &CosmosDBLease{Token: "-80", Format: "java-v1", EPK: true, Min: "", Max: "80", Continuation: `"7"`}},
+		{name: ".NET v2 library (PartitionId)", doc: map[string]any{"id": testCosmosDBLeaseID("1"), "PartitionId": "1", "ContinuationToken": `"9"`, "Owner": "worker"},
+			want: &CosmosDBLease{Token: "1", Format: "dotnet-v2-library", Owner: "worker", Continuation: `"9"`}},
+		{name: "bare LSN continuation", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": "24"},
+			want: &CosmosDBLease{Token: "0", Format: "dotnet-v0", Continuation: `"24"`}},
+		{name: "null continuation (never checkpointed)", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": nil}},
+		{name: "empty continuation", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": ""}},
+		{name: "no continuation field", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0"}},
+		{name: "Java v1 state not checkpointed", doc: map[string]any{"id": testCosmosDBLeaseID("-FF"), "version": 1, "LeaseToken": "-FF",
+			"feedRange": javaRange("", "FF"), "ContinuationToken": testCosmosDBJavaState(t, "INCREMENTAL", [3]string{"", "FF", "null"})}},
+		{name: "continuation is not an LSN", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"abc"`}},
+		{name: "no lease token", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "ContinuationToken": `"24"`}},
+		{name: "EPK lease without a range", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 1, "LeaseToken": "0", "ContinuationToken": `"24"`}},
+		{name: "EPK lease with an empty range", doc: map[string]any{"id": testCosmosDBLeaseID("80-80"), "version": 1, "LeaseToken": "80-80", "ContinuationToken": `"24"`, "FeedRange": dotnetRange("80", "80")}},
+		{name: "a future lease version", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 2, "LeaseToken": "0", "ContinuationToken": `"24"`}},
+		{name: "malformed field types", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": "zero", "LeaseToken": 0, "ContinuationToken": 24}},
+		{name: ".info document", doc: map[string]any{"id": "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID + ".info"}},
+		{name: ".lock document", doc: map[string]any{"id": "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID + ".lock", "ttl": 60}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			estimate, tr, err := testCosmosDBEstimate(t, &testCosmosDBService{leasePages: [][]string{{testCosmosDBJSON(t, tt.doc)}}})
+			require.NoError(t, err)
+			reads := tr.find(func(r testCosmosDBRecord) bool {
+				return r.method == http.MethodGet && r.path == "/dbs/db/colls/items/docs"
+			})
+			if tt.want == nil {
+				assert.Empty(t, estimate.Leases)
+				assert.Empty(t, reads, "a document that is not a lease was read")
+				return
+			}
+			require.Len(t, estimate.Leases, 1)
+			tt.want.ID = tt.doc["id"].(string)
+			assert.Equal(t, *tt.want, estimate.Leases[0].CosmosDBLease)
+			require.Len(t, reads, 1)
+			assert.Equal(t, tt.want.Continuation, reads[0].header.Get("If-None-Match"))
+		})
+	}
+}
+
+func TestCosmosDBLeaseQueryPages(t *testing.T) {
+	id := func(processor, host, database, container, token string) string {
+		return processor + host + "_" + database + "_" + container + ".." + token
+	}
+	lease := func(leaseID, token string) string {
+		return testCosmosDBJSON(t, map[string]any{"id": leaseID, "LeaseToken": token, "ContinuationToken": `"1"`})
+	}
+	prefix := "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID
+	pages := [][]string{{
+		lease(testCosmosDBLeaseID("0"), "0"),
+		lease(id("orders", "myaccount-westus2.documents.azure.com", testCosmosDBDatabaseRID, testCosmosDBContainerRID, "1"), "1"), // a regional endpoint
+		testCosmosDBJSON(t, map[string]any{"id": prefix + ".info"}),
+		testCosmosDBJSON(t, map[string]any{"id": prefix + ".lock", "ttl": 60}),
+		testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("9"), "LeaseToken": []int{9}, "ContinuationToken": `"1"`}), // malformed
+		lease(id("orders-v2", "myaccount.documents.azure.com", testCosmosDBDatabaseRID, testCosmosDBContainerRID, "0"), "0"),    // prefix collision
+	}, {
+		lease(id("orders", "myaccount.documents.azure.com", "db", "items", "2"), "2"),                                        // Java v0 names
+		lease(id("orders", "myaccount.documents.azure.com", testCosmosDBDatabaseRID, "OtherRID0A=", "3"), "3"),               // another container
+		lease(id("orders", "otheraccount.documents.azure.com", testCosmosDBDatabaseRID, testCosmosDBContainerRID, "4"), "4"), // another account
+		lease(id("orders", "myaccountx.documents.azure.com", testCosmosDBDatabaseRID, testCosmosDBContainerRID, "5"), "5"),   // an account name prefix
+		lease(id("orders", "myaccount.documents.azure.com", "db", "items-archive", "6"), "6"),                                // a container name prefix
+	}}
+	estimate, tr, err := testCosmosDBEstimate(t, &testCosmosDBService{leasePages: pages})
+	require.NoError(t, err)
+	var tokens []string
+	for _, l := range estimate.Leases {
+		tokens = append(tokens, l.Token)
+	}
+	assert.Equal(t, []string{"0", "1", "2"}, tokens)
+	assert.Equal(t, 11, estimate.Documents)
+
+	queries := tr.find(func(r testCosmosDBRecord) bool { return r.method == http.MethodPost })
+	require.Len(t, queries, 2)
+	assert.Empty(t, queries[0].header.Get("x-ms-continuation"))
+	assert.Equal(t, "page-1", queries[1].header.Get("x-ms-continuation"))
+	for _, q := range queries {
+		assert.Equal(t, "True", q.header.Get("x-ms-documentdb-isquery"))
+		assert.Equal(t, "True", q.header.Get("x-ms-documentdb-query-enablecrosspartition"))
+		assert.Equal(t, "application/query+json", q.header.Get("Content-Type"))
+		var query struct {
+			Query      string
+			Parameters []struct{ Name, Value string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(q.body), &query))
+		assert.Contains(t, query.Query, "STARTSWITH(c.id, @processor)")
+		assert.Equal(t, []struct{ Name, Value string }{{"@processor", "orders"}}, query.Parameters)
+	}
+}
+
+func TestCosmosDBSessionTokenAndItemLSN(t *testing.T) {
+	tests := []struct {
+		name, session, body string
+		allVersions         bool
+		status              int
+		wantLag             int64
+		wantErr             string
+	}{
+		{name: "simple", session: "0:15", body: `[{"id":"a","_lsn":11,"_ts":1700000000}]`, wantLag: 5},
+		{name: "versioned", session: "0:-1#15", body: `[{"_lsn":11}]`, wantLag: 5},
+		{name: "vector: the global LSN", session: "0:1#15#1=12#2=13", body: `[{"_lsn":11}]`, wantLag: 5},
+		{name: "multi-entry: this range's entry", session: "1:-1#99, 0:-1#15,2:7", body: `[{"_lsn":11}]`, wantLag: 5},
+		{name: "one change", session: "0:-1#11", body: `[{"_lsn":11}]`, wantLag: 1},
+		{name: "session behind the change", session: "0:-1#9", body: `[{"_lsn":11}]`, wantLag: 0},
+		{name: "empty page", session: "0:-1#15", body: `[]`, wantLag: 0},
+		{name: "304", status: http.StatusNotModified, wantLag: 0},
+		{name: "all versions and deletes: metadata.lsn", allVersions: true, session: "0:-1#15",
+			body: `[{"current":{"id":"a","_lsn":14},"metadata":{"operationType":"replace","lsn":12,"crts":1700000000,"previousImageLSN":11}}]`, wantLag: 4},
+		{name: "all versions and deletes: a delete has no item", allVersions: true, session: "0:-1#15",
+			body: `[{"metadata":{"operationType":"delete","lsn":13,"crts":1700000000,"timeToLiveExpired":false}}]`, wantLag: 3},
+		{name: "multi-entry without this range", session: "1:-1#99,2:-1#5", body: `[{"_lsn":11}]`, wantErr: "session token lists no entry for partition key range 0"},
+		{name: "no session token", body: `[{"_lsn":11}]`, wantErr: "response has no x-ms-session-token"},
+		{name: "session token without range", session: "15", body: `[{"_lsn":11}]`, wantErr: "malformed session token: no range id"},
+		{name: "session LSN not a number", session: "0:-1#x", body: `[{"_lsn":11}]`, wantErr: "malformed session token: LSN is not a non-negative 64-bit integer"},
+		{name: "negative session LSN", session: "0:-5", body: `[{"_lsn":11}]`, wantErr: "malformed session token: LSN is not a non-negative 64-bit integer"},
+		{name: "item without _lsn", session: "0:-1#15", body: `[{"id":"a"}]`, wantErr: "first change's _lsn is not a non-negative 64-bit integer"},
+		{name: "_lsn as a string", session: "0:-1#15", body: `[{"_lsn":"11"}]`, wantErr: "first change's _lsn is not a non-negative 64-bit integer"},
+		{name: "negative _lsn", session: "0:-1#15", body: `[{"_lsn":-1}]`, wantErr: "first change's _lsn is not a non-negative 64-bit integer"},
+		{name: "all versions and deletes without metadata", allVersions: true, session: "0:-1#15", body: `[{"_lsn":11}]`, wantErr: "first change has no metadata"},
+		{name: "malformed body", session: "0:-1#15", body: `{`, wantErr: "read change feed: malformed response body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lease := map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"10"`}
+			if tt.allVersions {
+				lease["Mode"] = "Full-Fidelity Feed"
+			}
+			estimate, _, err := testCosmosDBEstimate(t, &testCosmosDBService{
+				leasePages: [][]string{{testCosmosDBJSON(t, lease)}},
+				changeFeed: func(http.Header) (int, http.Header, string) {
+					if tt.status != 0 {
+						return tt.status, http.Header{}, ""
+					}
+					h := http.Header{}
+					if tt.session != "" {
+						h.Set("x-ms-session-token", tt.session)
+					}
+					return http.StatusOK, h, `{"Documents":` + tt.body + `}`
+				},
+			})
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Contains(t, err.Error(), "lease 0")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, estimate.Leases, 1)
+			assert.Equal(t, tt.wantLag, estimate.Leases[0].Lag)
+		})
+	}
+}
+
+func TestCosmosDBSummarize(t *testing.T) {
+	lags := func(values ...int64) []CosmosDBLeaseLag {
+		var out []CosmosDBLeaseLag
+		for _, v := range values {
+			out = append(out, CosmosDBLeaseLag{Lag: v})
+		}
+		return out
+	}
+	const maxInt64 = int64(^uint64(0) >> 1)
+	tests := []struct {
+		name                  string
+		estimate              CosmosDBLagEstimate
+		threshold, activation int64
+		want                  CosmosDBLagSummary
+	}{
+		{"no leases", CosmosDBLagEstimate{}, 100, 0, CosmosDBLagSummary{}},
+		{"caught up", CosmosDBLagEstimate{Leases: lags(0, 0)}, 100, 0, CosmosDBLagSummary{}},
+		{"sum below the cap", CosmosDBLagEstimate{Leases: lags(30, 0, 20)}, 100, 0, CosmosDBLagSummary{TotalLag: 50, ActivePartitions: 2, Metric: 50, Active: true}},
+		{"one hot partition is capped at one threshold", CosmosDBLagEstimate{Leases: lags(1000, 0)}, 100, 0, CosmosDBLagSummary{TotalLag: 1000, ActivePartitions: 1, Metric: 100, Active: true}},
+		{"cap per active partition", CosmosDBLagEstimate{Leases: lags(500, 50, 0)}, 100, 0, CosmosDBLagSummary{TotalLag: 550, ActivePartitions: 2, Metric: 200, Active: true}},
+		{"at the activation threshold is inactive", CosmosDBLagEstimate{Leases: lags(10)}, 100, 10, CosmosDBLagSummary{TotalLag: 10, ActivePartitions: 1, Metric: 10}},
+		{"stale parent alone wakes one replica", CosmosDBLagEstimate{Leases: lags(0), StaleParents: 1}, 100, 5, CosmosDBLagSummary{TotalLag: 6, ActivePartitions: 1, Metric: 6, Active: true}},
+		{"stale parent raises a small lag above activation", CosmosDBLagEstimate{Leases: lags(3), StaleParents: 1}, 100, 5, CosmosDBLagSummary{TotalLag: 6, ActivePartitions: 1, Metric: 6, Active: true}},
+		{"stale parent adds no partition to the cap", CosmosDBLagEstimate{Leases: lags(500), StaleParents: 2}, 100, 5, CosmosDBLagSummary{TotalLag: 500, ActivePartitions: 1, Metric: 100, Active: true}},
+		{"sums saturate", CosmosDBLagEstimate{Leases: lags(maxInt64, maxInt64)}, maxInt64, 0, CosmosDBLagSummary{TotalLag: maxInt64, ActivePartitions: 2, Metric: maxInt64, Active: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.estimate.Summarize(tt.threshold, tt.activation))
+		})
+	}
+}
