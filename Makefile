@@ -27,7 +27,7 @@ demo: ## The README's main command: go run ./cmd/cosmoslag demo
 	$(GO) run ./cmd/cosmoslag demo
 
 bench: ## Our scaler alone and the bare-HTTP floor of the same poll, 1 to 10,000 leases, 2 ms per request (COSMOSDB_BENCH_LATENCY to change)
-	$(GO) test -run '^$$' -bench 'CosmosDBPoll|HTTPFloor' -benchtime 10x -benchmem ./pkg/scalers/
+	$(GO) test -run '^$$' -bench 'CosmosDBPoll|HTTPFloor' -benchtime 10x -benchmem ./tests/emulator/
 
 bench-compare: ## Ours and KEDA v2.21.0's scaler side by side (own module; compiles all of KEDA's scalers)
 	cd bench/kedacompare && $(GO) test -run '^$$' -bench . -benchtime 10x -count 3 -benchmem .

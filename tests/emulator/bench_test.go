@@ -1,0 +1,256 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
+)
+
+// leasePageSize is the page size the scaler asks of the lease query
+// (x-ms-max-item-count); TestTenThousandLeases holds it.
+const leasePageSize = 1000
+
+// benchLeaseCounts are the processor sizes both benchmarks measure.
+var benchLeaseCounts = []int{1, 100, 1000, 10000}
+
+// Goroutines started under these pprof labels inherit them, so a CPU profile
+// of the benchmark (-cpuprofile) splits into the scaler's side and the
+// embedded server's: go tool pprof -tagfocus side=client (or side=server).
+// The runtime's own work (GC workers) carries neither.
+var (
+	serverSide = pprof.Labels("side", "server")
+	clientSide = pprof.Labels("side", "client")
+)
+
+// benchLatency is the latency added to every request: 2 ms, or
+// COSMOSDB_BENCH_LATENCY (a Go duration) to model a farther account.
+func benchLatency(b *testing.B) time.Duration {
+	if v := os.Getenv("COSMOSDB_BENCH_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("COSMOSDB_BENCH_LATENCY: %v", err)
+		}
+		return d
+	}
+	return 2 * time.Millisecond
+}
+
+// BenchmarkCosmosDBPoll measures one steady-state poll of the scaler against
+// the embedded server with 2 ms added to every request, for growing lease
+// counts. Every lease has pending work, so every read returns an item.
+// Reported: time per poll, requests per poll, allocations per poll.
+func BenchmarkCosmosDBPoll(b *testing.B) {
+	for _, leases := range benchLeaseCounts {
+		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
+			var srv *cosmostest.Server
+			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer() })
+			defer srv.Close()
+			if _, err := srv.LaggingLeases("orders-processor", leases, 3); err != nil {
+				b.Fatal(err)
+			}
+			config := scalerConfig(map[string]string{
+				"databaseId": "appdb", "containerId": "orders", "leaseDatabaseId": "appdb",
+				"leaseContainerId": "leases", "processorName": "orders-processor", "changeFeedLagThreshold": "1",
+			}, map[string]string{"connection": srv.ConnectionString()})
+			config.GlobalHTTPTimeout = 30 * time.Second
+			s, err := scalers.NewAzureCosmosDBScaler(config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv.SetLatency(benchLatency(b))
+			want := int64(leases)
+			pollOnce := func() {
+				metrics, _, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := metrics[0].Value.Value(); got != want {
+					b.Fatalf("metric %d, want %d", got, want)
+				}
+			}
+			// The connections opened here serve the timed polls; their
+			// goroutines take the label of the goroutine that opens them.
+			pprof.Do(context.Background(), clientSide, func(context.Context) { pollOnce() }) // resolve RIDs, open connections
+			srv.ResetRequests()
+			b.ReportAllocs()
+			b.ResetTimer()
+			polls := 0
+			pprof.Do(context.Background(), clientSide, func(context.Context) {
+				for b.Loop() {
+					pollOnce()
+					polls++
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(len(srv.Requests()))/float64(polls), "requests/poll")
+		})
+	}
+}
+
+// BenchmarkHTTPFloor is the reference for BenchmarkCosmosDBPoll: the same
+// shape of poll (the lease-query pages one after another, then one request
+// per lease with azure.CosmosDBReadConcurrency in flight), the same added latency
+// and a response of the same size, but a bare net/http client and a server
+// that only waits and answers. No signing, retries, Cosmos DB logic or
+// decoding on either side: what is left is the cost of HTTP/1.1 itself in
+// this process on this machine, which no scaler can go below. The gap
+// between the two benchmarks is what the scaler and the embedded server add.
+func BenchmarkHTTPFloor(b *testing.B) {
+	body := []byte(`{"_rid":"bW9uaXRvcmVk","Documents":[{"customerId":"c-0000","id":"order-000000","_rid":"bW9uaXRvcmVkAQAAAAAAAA==","_self":"dbs/appdb/colls/orders/docs/order-000000","_etag":"\"00000000-0000-0000-0000-000000000000\"","_attachments":"attachments/","_ts":1764489600,"_lsn":2}],"_count":1}`)
+	for _, leases := range benchLeaseCounts {
+		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
+			latency := benchLatency(b)
+			var srv *httptest.Server
+			pprof.Do(context.Background(), serverSide, func(context.Context) {
+				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					t := time.NewTimer(latency)
+					defer t.Stop()
+					select {
+					case <-t.C:
+					case <-r.Context().Done():
+						return
+					}
+					h := w.Header()
+					h.Set("Content-Type", "application/json")
+					h.Set("Etag", `"3"`)
+					h.Set("X-Ms-Session-Token", "0:-1#3")
+					h.Set("X-Ms-Request-Charge", "1")
+					w.Write(body)
+				}))
+			})
+			defer srv.Close()
+			transport := &http.Transport{MaxIdleConnsPerHost: 1000}
+			defer transport.CloseIdleConnections()
+			send := func() {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+"/dbs/appdb/colls/orders/docs", nil)
+				if err != nil {
+					b.Error(err) // send runs on worker goroutines: no Fatal there
+					return
+				}
+				req.Header.Set("A-Im", "Incremental feed")
+				req.Header.Set("If-None-Match", `"1"`)
+				req.Header.Set("X-Ms-Max-Item-Count", "1")
+				req.Header.Set("X-Ms-Documentdb-Partitionkeyrangeid", "0")
+				req.Header.Set("X-Ms-Version", "2020-11-05")
+				req.Header.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
+				req.Header.Set("Authorization", "type%3Dmaster%26ver%3D1.0%26sig%3DAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%3D")
+				resp, err := transport.RoundTrip(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			// The lease container holds the leases plus the processor's
+			// .info and .lock documents, served leasePageSize a page.
+			pages := (leases + 2 + leasePageSize - 1) / leasePageSize
+			poll := func() {
+				for range pages {
+					send()
+				}
+				work := make(chan struct{})
+				var wg sync.WaitGroup
+				for range min(leases, azure.CosmosDBReadConcurrency) {
+					wg.Go(func() {
+						for range work {
+							send()
+						}
+					})
+				}
+				for range leases {
+					work <- struct{}{}
+				}
+				close(work)
+				wg.Wait()
+			}
+			pprof.Do(context.Background(), clientSide, func(context.Context) { poll() }) // open the connections
+			b.ReportAllocs()
+			b.ResetTimer()
+			pprof.Do(context.Background(), clientSide, func(context.Context) {
+				for b.Loop() {
+					poll()
+				}
+			})
+			b.ReportMetric(float64(pages+leases), "requests/poll")
+		})
+	}
+}
+
+// cannedAccount answers without a network: the RID reads, one lease page
+// of leases PK-range leases of processor "p", and every change feed read
+// with the same one-item page.
+type cannedAccount struct {
+	leasePage, feedPage []byte
+}
+
+func (c cannedAccount) Do(req *http.Request) (*http.Response, error) {
+	h := make(http.Header, 4)
+	h["Content-Type"] = []string{"application/json"}
+	body := []byte(`{"_rid":"dbRID"}`)
+	switch path := req.URL.Path; {
+	case req.Method == http.MethodPost:
+		body = c.leasePage
+	case strings.HasSuffix(path, "/docs"):
+		h["Etag"] = []string{`"3"`}
+		h["X-Ms-Session-Token"] = []string{"0:-1#3"}
+		h["X-Ms-Request-Charge"] = []string{"1"}
+		body = c.feedPage
+	case strings.Contains(path, "/colls/"):
+		body = []byte(`{"_rid":"collRID=="}`)
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Request: req,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}, nil
+}
+
+// BenchmarkLeaseRead measures the client's own work per lease, without a
+// network: one estimate over 64 leases (request building, the azcore
+// pipeline, signing, usage counting, the bounded body read, decoding and
+// the errgroup), its one lease-query page included, reported per lease.
+// Compare it with BenchmarkHTTPFloor and BenchmarkCosmosDBPoll, which
+// include net/http and the server.
+func BenchmarkLeaseRead(b *testing.B) {
+	const leases = 64
+	docs := make([]string, leases)
+	for i := range docs {
+		docs[i] = fmt.Sprintf(`{"id":"%s%d","version":0,"LeaseToken":"%d","ContinuationToken":"\"1\""}`, scriptedPrefix, i, i)
+	}
+	account := cannedAccount{
+		leasePage: []byte(`{"Documents":[` + strings.Join(docs, ",") + `]}`),
+		feedPage:  []byte(`{"_rid":"bW9uaXRvcmVk","Documents":[{"customerId":"c-0000","id":"order-000000","_rid":"bW9uaXRvcmVkAQAAAAAAAA==","_self":"dbs/appdb/colls/orders/docs/order-000000","_etag":"\"00000000-0000-0000-0000-000000000000\"","_attachments":"attachments/","_ts":1764489600,"_lsn":2}],"_count":1}`),
+	}
+	data, leaseAccount, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: scriptedConnection}, account, logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, account), azure.NewCosmosDBClient(leaseAccount, account),
+		azure.CosmosDBContainers{Database: "appdb", Container: "orders", LeaseDatabase: "appdb", LeaseContainer: "leases", Processor: "p"})
+	estimate := func() {
+		res, err := e.Estimate(context.Background())
+		if err != nil || len(res.Leases) != leases || res.Leases[0].Lag != 2 { // session LSN 3, first pending item 2
+			b.Fatalf("%d leases, lag %v, %v; want %d leases of lag 2", len(res.Leases), res.Leases, err, leases)
+		}
+	}
+	estimate() // the RIDs
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		estimate()
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*leases), "ns/lease")
+}
