@@ -114,14 +114,11 @@ func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
 	var all []cosmosDBPartitionKeyRange
 	pkranges := r.client.resource("dbs", r.database, "colls", r.container, "pkranges")
 	for continuation := ""; ; {
-		req, err := r.client.newRequest(ctx, http.MethodGet, pkranges)
-		if err != nil {
-			return err
-		}
+		header := http.Header{}
 		if continuation != "" {
-			req.Raw().Header.Set("x-ms-continuation", continuation)
+			header.Set("x-ms-continuation", continuation)
 		}
-		resp, body, err := r.client.do(req, operation, http.StatusOK)
+		resp, body, err := r.client.send(ctx, http.MethodGet, pkranges, header, nil, operation, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -155,11 +152,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
 }
 
 func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
-	req, err := r.client.newRequest(ctx, http.MethodGet, r.client.resource("dbs", r.database, "colls", r.container, "docs"))
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	h := req.Raw().Header
+	h := http.Header{}
 	h.Set("A-IM", "Incremental feed")
 	if l.AllVersionsAndDeletes {
 		// As the SDKs send it; the wire format gives each change its metadata.
@@ -174,7 +167,8 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 		h.Set("x-ms-start-epk", minEPK)
 		h.Set("x-ms-end-epk", maxEPK)
 	}
-	resp, body, err := r.client.do(req, "read change feed", http.StatusOK, http.StatusNotModified)
+	docs := r.client.resource("dbs", r.database, "colls", r.container, "docs")
+	resp, body, err := r.client.send(ctx, http.MethodGet, docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
 	if err != nil || resp.StatusCode == http.StatusNotModified {
 		return 0, time.Time{}, err
 	}

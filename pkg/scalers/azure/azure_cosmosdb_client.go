@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 )
 
 const (
@@ -69,8 +72,24 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
 		PerRetry: []policy.Policy{cosmosDBUsagePolicy{}, cosmosDBHeadersPolicy{}, sign},
-	}, &policy.ClientOptions{Transport: transport, Retry: cosmosDBRetry})
+	}, &policy.ClientOptions{Transport: cosmosDBBodyTransport{transport}, Retry: cosmosDBRetry})
 	return &CosmosDBClient{account: account, pipeline: pipeline}
+}
+
+// cosmosDBBodyTransport reads each body within its try, at most one byte
+// over the cap: a connection cut mid-body is a failed try, retried like any
+// other, and no body of any size is buffered whole.
+type cosmosDBBodyTransport struct{ policy.Transporter }
+
+func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
+	resp, err := t.Transporter.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, err
 }
 
 // cosmosDBResource is a request's URL and the resource type and link a
@@ -90,29 +109,26 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 
 type cosmosDBResourceKey struct{}
 
-func (c *CosmosDBClient) newRequest(ctx context.Context, method string, r cosmosDBResource) (*policy.Request, error) {
+// send sends one request for r with header and a query body (if any); an
+// answer outside ok is a *CosmosDBResponseError.
+func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (*http.Response, []byte, error) {
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
-	if err != nil {
-		return nil, err
+	if err == nil && query != nil {
+		err = req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json")
 	}
-	runtime.SkipBodyDownload(req)
-	return req, nil
-}
-
-// do sends req; an answer outside ok is a *CosmosDBResponseError.
-func (c *CosmosDBClient) do(req *policy.Request, operation string, ok ...int) (*http.Response, []byte, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(req.Raw().Header, header)
+	runtime.SkipBodyDownload(req) // cosmosDBBodyTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", operation, err)
 	}
-	defer resp.Body.Close()
 	if !slices.Contains(ok, resp.StatusCode) {
 		return nil, nil, newCosmosDBResponseError(operation, resp)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: reading response: %w", operation, err)
-	}
+	body, _ := io.ReadAll(resp.Body) // in memory
 	if len(body) > cosmosDBMaxResponseBytes {
 		return nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
 	}

@@ -199,11 +199,7 @@ func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseS
 }
 
 func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, segments ...string) (string, error) {
-	req, err := e.data.newRequest(ctx, http.MethodGet, e.data.resource(segments...))
-	if err != nil {
-		return "", err
-	}
-	_, body, err := e.data.do(req, operation, http.StatusOK)
+	_, body, err := e.data.send(ctx, http.MethodGet, e.data.resource(segments...), nil, nil, operation, http.StatusOK)
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,8 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 )
 
 // CosmosDBLease is what the estimator needs from one lease document.
@@ -106,21 +103,14 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	docs := c.resource("dbs", database, "colls", container, "docs")
 	operation := "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container)
 	for continuation := ""; ; {
-		req, err := c.newRequest(ctx, http.MethodPost, docs)
-		if err != nil {
-			return err
-		}
-		h := req.Raw().Header
+		h := http.Header{}
 		h.Set("x-ms-documentdb-isquery", "True")
 		h.Set("x-ms-documentdb-query-enablecrosspartition", "True")
 		h.Set("x-ms-max-item-count", strconv.Itoa(cosmosDBLeasePageSize))
 		if continuation != "" {
 			h.Set("x-ms-continuation", continuation)
 		}
-		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json"); err != nil {
-			return err
-		}
-		resp, body, err := c.do(req, operation, http.StatusOK)
+		resp, body, err := c.send(ctx, http.MethodPost, docs, h, query, operation, http.StatusOK)
 		if err != nil {
 			return err
 		}
