@@ -151,19 +151,7 @@ func testCosmosDBSign(key, verb, resourceType, resourceLink, date string) string
 func (s *testCosmosDBServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	kind, resourceType, link := "unknown", "", ""
-	switch {
-	case len(seg) == 2 && seg[0] == "dbs" && r.Method == http.MethodGet:
-		kind, resourceType, link = "database", "dbs", strings.Join(seg, "/")
-	case len(seg) == 4 && seg[0] == "dbs" && seg[2] == "colls" && r.Method == http.MethodGet:
-		kind, resourceType, link = "container", "colls", strings.Join(seg, "/")
-	case len(seg) == 5 && seg[4] == "pkranges" && r.Method == http.MethodGet:
-		kind, resourceType, link = "pkranges", "pkranges", strings.Join(seg[:4], "/")
-	case len(seg) == 5 && seg[4] == "docs" && r.Method == http.MethodPost:
-		kind, resourceType, link = "query", "docs", strings.Join(seg[:4], "/")
-	case len(seg) == 5 && seg[4] == "docs" && r.Method == http.MethodGet:
-		kind, resourceType, link = "changefeed", "docs", strings.Join(seg[:4], "/")
-	}
+	kind, resourceType, link := testCosmosDBRoute(r.Method, seg)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, testCosmosDBRequest{kind: kind, header: r.Header.Clone()})
@@ -197,6 +185,24 @@ func (s *testCosmosDBServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "changefeed":
 		s.changeFeed(w, h)
 	}
+}
+
+// testCosmosDBRoute names a request's kind and the resource type and link
+// its signature covers.
+func testCosmosDBRoute(method string, seg []string) (kind, resourceType, link string) {
+	switch {
+	case len(seg) == 2 && seg[0] == "dbs" && method == http.MethodGet:
+		return "database", "dbs", strings.Join(seg, "/")
+	case len(seg) == 4 && seg[0] == "dbs" && seg[2] == "colls" && method == http.MethodGet:
+		return "container", "colls", strings.Join(seg, "/")
+	case len(seg) == 5 && seg[4] == "pkranges" && method == http.MethodGet:
+		return "pkranges", "pkranges", strings.Join(seg[:4], "/")
+	case len(seg) == 5 && seg[4] == "docs" && method == http.MethodPost:
+		return "query", "docs", strings.Join(seg[:4], "/")
+	case len(seg) == 5 && seg[4] == "docs" && method == http.MethodGet:
+		return "changefeed", "docs", strings.Join(seg[:4], "/")
+	}
+	return "unknown", "", ""
 }
 
 // testCosmosDBPage cuts a page of at most size items at the offset a
@@ -245,33 +251,10 @@ func (s *testCosmosDBServer) query(w http.ResponseWriter, h http.Header, body []
 
 func (s *testCosmosDBServer) changeFeed(w http.ResponseWriter, h http.Header) {
 	rangeID := h.Get("x-ms-documentdb-partitionkeyrangeid")
-	if q := s.faults[rangeID]; len(q) > 0 {
-		f := q[0]
-		if f.times > 0 {
-			if f.times--; f.times == 0 {
-				s.faults[rangeID] = q[1:]
-			}
-		}
-		header := http.Header{}
-		if f.retryAfterMs > 0 {
-			header.Set("x-ms-retry-after-ms", strconv.Itoa(f.retryAfterMs))
-		}
-		if f.then != nil {
-			f.then()
-		}
-		s.reply(w, f.status, f.substatus, header, testCosmosDBObject{"code": http.StatusText(f.status), "message": "injected fault"})
+	if s.injectFault(w, rangeID) {
 		return
 	}
-	var pk *testCosmosDBRange
-	gone := false
-	for i := range s.ranges {
-		if s.ranges[i].id == rangeID {
-			pk = &s.ranges[i]
-		}
-		for _, parent := range s.ranges[i].parents {
-			gone = gone || parent == rangeID
-		}
-	}
+	pk, gone := s.rangeOf(rangeID)
 	if gone {
 		s.reply(w, http.StatusGone, 1002, nil, testCosmosDBObject{"code": "Gone", "message": "PartitionKeyRangeGone"})
 		return
@@ -299,10 +282,12 @@ func (s *testCosmosDBServer) changeFeed(w http.ResponseWriter, h http.Header) {
 		s.reply(w, http.StatusBadRequest, 0, nil, testCosmosDBObject{"code": "BadRequest", "message": "all versions and deletes needs the wire format and a continuation"})
 		return
 	}
-	after := int64(-1)
-	if etag == "*" {
+	after := int64(-1) // no If-None-Match: from the beginning
+	switch etag {
+	case "":
+	case "*":
 		after = int64(1) << 62
-	} else if etag != "" {
+	default:
 		var err error
 		if after, err = strconv.ParseInt(strings.Trim(etag, `"`), 10, 64); err != nil {
 			s.reply(w, http.StatusBadRequest, 0, nil, testCosmosDBObject{"code": "BadRequest", "message": "malformed continuation"})
@@ -332,6 +317,42 @@ func (s *testCosmosDBServer) changeFeed(w http.ResponseWriter, h http.Header) {
 	}
 	header.Set("etag", etag)
 	s.reply(w, http.StatusNotModified, 0, header, nil)
+}
+
+// injectFault answers a change feed read of rangeID with its next fault.
+func (s *testCosmosDBServer) injectFault(w http.ResponseWriter, rangeID string) bool {
+	q := s.faults[rangeID]
+	if len(q) == 0 {
+		return false
+	}
+	f := q[0]
+	if f.times > 0 {
+		if f.times--; f.times == 0 {
+			s.faults[rangeID] = q[1:]
+		}
+	}
+	header := http.Header{}
+	if f.retryAfterMs > 0 {
+		header.Set("x-ms-retry-after-ms", strconv.Itoa(f.retryAfterMs))
+	}
+	if f.then != nil {
+		f.then()
+	}
+	s.reply(w, f.status, f.substatus, header, testCosmosDBObject{"code": http.StatusText(f.status), "message": "injected fault"})
+	return true
+}
+
+// rangeOf finds a range by id; gone reports a range a split or merge replaced.
+func (s *testCosmosDBServer) rangeOf(id string) (pk *testCosmosDBRange, gone bool) {
+	for i := range s.ranges {
+		if s.ranges[i].id == id {
+			pk = &s.ranges[i]
+		}
+		for _, parent := range s.ranges[i].parents {
+			gone = gone || parent == id
+		}
+	}
+	return pk, gone
 }
 
 func (s *testCosmosDBServer) reply(w http.ResponseWriter, status, substatus int, header http.Header, body any) {
