@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -164,7 +163,7 @@ func podIdentityFrom(md map[string]string) (kedav1alpha1.AuthPodIdentity, error)
 	case string(kedav1alpha1.PodIdentityProviderAzureWorkload):
 		id.Provider = kedav1alpha1.PodIdentityProviderAzureWorkload
 	default:
-		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, account.Excerpt(p))
+		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, excerpt(p))
 	}
 	if v := md[paramPodIdentityID]; v != "" {
 		id.IdentityID = &v

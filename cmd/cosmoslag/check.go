@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -107,7 +106,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case o.file == "":
 		return bad("-f scaledobject.yaml is required (see --help)")
 	case o.output != "table" && o.output != "json":
-		return bad("-o must be table or json, got %q", account.Excerpt(o.output))
+		return bad("-o must be table or json, got %q", excerpt(o.output))
 	case o.current < 0:
 		return bad("--current-replicas must not be negative")
 	case o.timeout <= 0:
@@ -143,7 +142,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// KEDA_HTTP_DEFAULT_TIMEOUT milliseconds, 3000 unless set.
 	timeoutMS, err := kedautil.ResolveOsEnvInt("KEDA_HTTP_DEFAULT_TIMEOUT", 3000)
 	if err != nil || timeoutMS <= 0 {
-		return bad("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", account.Excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
+		return bad("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
 	}
 	setup.config.GlobalHTTPTimeout = time.Duration(timeoutMS) * time.Millisecond
 	for _, n := range setup.notes {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // The simulated consumer: a change feed processor's replicas draining the
@@ -89,7 +86,7 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 			continue
 		}
 		lsn := w.data.LSN(l.token)
-		changes, err := w.feed.Read(ctx, lease.Lease{Token: l.token, Continuation: strconv.Quote(strconv.FormatInt(l.checkpoint, 10)), Mode: w.cfg.mode()}, n)
+		changes, err := w.feed.read(ctx, l.token, l.checkpoint, n)
 		if err != nil {
 			return nil, err
 		}

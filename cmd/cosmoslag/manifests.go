@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -76,7 +75,7 @@ func readManifests(m *manifests, path string) error {
 			var sec corev1.Secret
 			if err := yaml.Unmarshal(doc, &sec); err != nil {
 				// The error may quote the document: name only the place.
-				return fmt.Errorf("%s: document %d: Secret %q: invalid (data values must be base64)", path, i+1, account.Excerpt(sec.Name))
+				return fmt.Errorf("%s: document %d: Secret %q: invalid (data values must be base64)", path, i+1, excerpt(sec.Name))
 			}
 			m.secrets = append(m.secrets, sec)
 			continue

@@ -70,12 +70,12 @@ type leaseRow struct {
 }
 
 func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
-	res, s := e.Result, e.Summary
+	res, s := e.CosmosDBLagEstimate, e.CosmosDBLagSummary
 	r.CheckEstimate = &CheckEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		r.Leases = append(r.Leases, leaseRow{
-			Token: l.Token, Format: string(l.Format), Mode: l.Mode.String(), Owner: l.Owner, Continuation: l.Continuation,
+			Token: l.Token, Format: l.Format, Mode: modeName(l.AllVersionsAndDeletes), Owner: l.Owner, Continuation: l.Continuation,
 			Lag: l.Lag, StaleParent: l.StaleParent,
 		})
 	}
@@ -83,6 +83,14 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
 	r.StaleParents, r.SplitRetried, r.LeaseDocuments = res.StaleParents, res.SplitRetried, res.Documents
 	r.TotalLag, r.ActivePartitions, r.Metric, r.Active = s.TotalLag, s.ActivePartitions, s.Metric, s.Active
 	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, res.Duration.Milliseconds()
+}
+
+// modeName is how a lease's change feed mode is printed.
+func modeName(allVersionsAndDeletes bool) string {
+	if allVersionsAndDeletes {
+		return "AllVersionsAndDeletes"
+	}
+	return "LatestVersion"
 }
 
 // tokenLess orders numeric range ids numerically ("2" before "10") and

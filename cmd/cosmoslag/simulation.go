@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -61,7 +58,8 @@ type simConfig struct {
 	AllVersionsAndDeletes bool
 }
 
-// mode is the simulated processor's change feed mode.
+// mode is the simulated processor's change feed mode, in the embedded
+// server's vocabulary (cosmostest.LeaseWriter.Mode).
 func (c simConfig) mode() lease.Mode {
 	if c.AllVersionsAndDeletes {
 		return lease.AllVersionsAndDeletes
@@ -75,7 +73,7 @@ type world struct {
 	srv         *cosmostest.Server
 	data        *cosmostest.Container
 	leaseWriter *cosmostest.LeaseWriter // writes the processor's leases as the real library would
-	feed        *changefeed.Reader      // the simulated processor's change feed client
+	feed        *feedReader             // the simulated processor's change feed client
 	leases      map[string]*simLease
 
 	hotRange   string // range holding demoHotKey, split at splitStep
@@ -113,7 +111,7 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
+	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, "dotnet-v0")
 	w.leaseWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
@@ -123,24 +121,8 @@ func newWorld(cfg simConfig) (*world, error) {
 	for _, t := range tokens {
 		w.leases[t] = &simLease{token: t, checkpoint: w.data.LSN(t), caughtUp: -1}
 	}
-	if w.feed, err = newFeedReader(w.srv); err != nil {
-		w.close()
-		return nil, err
-	}
+	w.feed = newFeedReader(w.srv, cfg.AllVersionsAndDeletes)
 	return w, nil
-}
-
-// newFeedReader is the simulated processor's change feed client: like a
-// real processor it reads its lease's partition key range over REST from
-// the lease's continuation, so after a split a child lease sees only its
-// own half of the parent's backlog.
-func newFeedReader(srv *cosmostest.Server) (*changefeed.Reader, error) {
-	data, _, err := account.Resolve(account.Settings{Connection: account.Secret(srv.ConnectionString())}, account.CredentialOptions{})
-	if err != nil {
-		return nil, err
-	}
-	client := rest.NewClient(data, rest.ClientOptions{Transport: srv.Client()})
-	return changefeed.NewReader(client, demoDatabase, demoContainer), nil
 }
 
 func (w *world) close() { w.srv.Close() }

@@ -12,7 +12,6 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -165,7 +164,7 @@ func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) 
 			}
 		}
 		return 0, fmt.Errorf("--trigger %q: ScaledObject %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
-			account.Excerpt(selector), so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
+			excerpt(selector), so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
 	}
 	switch len(indexes) {
 	case 0:
@@ -231,7 +230,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 				kind, ref.Name, notFound, strings.Join(given, ", ")))
 			return nil
 		}
-		return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, account.Excerpt(ref.Name), notFound)
+		return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt(ref.Name), notFound)
 	}
 	spec := auth.spec
 	if spec.PodIdentity != nil {

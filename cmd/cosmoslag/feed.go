@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+)
+
+// feedReader is the simulated processor's change feed client: like a real
+// processor it reads its lease's partition key range over REST from the
+// lease's continuation, in the processor's mode, signed with the account
+// key, so after a split a child lease sees only its own half of the
+// parent's backlog.
+type feedReader struct {
+	client                *http.Client
+	endpoint, key         string // the embedded server's URL and account key
+	allVersionsAndDeletes bool
+}
+
+func newFeedReader(srv *cosmostest.Server, allVersionsAndDeletes bool) *feedReader {
+	return &feedReader{client: srv.Client(), endpoint: strings.TrimSuffix(srv.URL(), "/"), key: srv.Key(), allVersionsAndDeletes: allVersionsAndDeletes}
+}
+
+// changes is what one read of a lease's change feed returned.
+type changes struct {
+	Count int   // changes read, at most the number asked for; 0 when nothing follows the checkpoint
+	Last  int64 // the LSN of the last change: the checkpoint to write
+}
+
+// read reads up to maxItems changes of range rangeID after checkpoint.
+func (f *feedReader) read(ctx context.Context, rangeID string, checkpoint int64, maxItems int) (changes, error) {
+	const operation = "read change feed"
+	path := "/dbs/" + demoDatabase + "/colls/" + demoContainer + "/docs"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint+path, nil)
+	if err != nil {
+		return changes{}, err
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, err := cosmostest.MasterKeyAuthorization(f.key, http.MethodGet, path, date)
+	if err != nil {
+		return changes{}, err
+	}
+	h := req.Header
+	h.Set("Authorization", auth)
+	h.Set("x-ms-date", date)
+	h.Set("x-ms-version", "2020-11-05")
+	h.Set("A-IM", "Incremental feed")
+	if f.allVersionsAndDeletes {
+		h.Set("A-IM", "Full-Fidelity Feed")
+		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
+	}
+	h.Set("If-None-Match", strconv.Quote(strconv.FormatInt(checkpoint, 10)))
+	h.Set("x-ms-max-item-count", strconv.Itoa(maxItems))
+	h.Set("x-ms-documentdb-partitionkeyrangeid", rangeID)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return changes{}, nil
+	case http.StatusOK:
+	default:
+		return changes{}, fmt.Errorf("%s of range %s: HTTP %d %s", operation, rangeID, resp.StatusCode, resp.Header.Get("x-ms-substatus"))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
+	}
+	// The LSN of a change: the item's _lsn for latest versions, the change's
+	// metadata.lsn for all versions and deletes.
+	var page struct {
+		Documents []struct {
+			LSN      *int64 `json:"_lsn"`
+			Metadata *struct {
+				LSN *int64 `json:"lsn"`
+			} `json:"metadata"`
+		}
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		return changes{}, fmt.Errorf("%s of range %s: malformed response body: %w", operation, rangeID, err)
+	}
+	c := changes{Count: len(page.Documents)}
+	if c.Count == 0 {
+		return c, nil
+	}
+	last := page.Documents[c.Count-1]
+	lsn := last.LSN
+	if f.allVersionsAndDeletes {
+		lsn = nil
+		if last.Metadata != nil {
+			lsn = last.Metadata.LSN
+		}
+	}
+	if lsn == nil {
+		return changes{}, fmt.Errorf("%s of range %s: the last change has no LSN", operation, rangeID)
+	}
+	c.Last = *lsn
+	return c, nil
+}
