@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
@@ -119,7 +118,7 @@ func newTestAccount(t *testing.T) *cosmostest.Server {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.DotNetV0)
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +294,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.JavaV1)
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, cosmostest.JavaV1)
 	tokens, err := proc.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -343,8 +342,8 @@ func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
 	if _, err := data.Upsert(map[string]any{"id": "o1", "pk": "p"}); err != nil {
 		t.Fatal(err)
 	}
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, lease.DotNetV0)
-	proc.Mode = lease.AllVersionsAndDeletes
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, cosmostest.DotNetV0)
+	proc.Mode = cosmostest.AllVersionsAndDeletes
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}

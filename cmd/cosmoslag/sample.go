@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // The sample account check --emulator runs against: the embedded server
@@ -38,7 +37,7 @@ func startSample(meta map[string]string) (*cosmostest.Server, error) {
 	srv := cosmostest.NewServer()
 	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(sampleBacklog))
 	leases := srv.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
-	proc := cosmostest.NewLeaseWriter(processor, data, leases, lease.DotNetV0)
+	proc := cosmostest.NewLeaseWriter(processor, data, leases, cosmostest.DotNetV0)
 	if err := fillSample(data, proc); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("--emulator: preparing the sample: %w", err)

@@ -113,8 +113,8 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, lease.DotNetV0)
-	w.leaseWriter.Mode = cfg.mode()
+	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, cosmostest.DotNetV0)
+	w.leaseWriter.Mode = cosmostest.ChangeFeedMode(cfg.mode())
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
 		w.close()

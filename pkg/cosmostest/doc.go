@@ -17,7 +17,7 @@
 //	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 //	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
 //	_ = data.WriteItems("tenant-1", 10)
-//	proc := cosmostest.NewLeaseWriter("orders", data, leases, lease.DotNetV0)
+//	proc := cosmostest.NewLeaseWriter("orders", data, leases, cosmostest.DotNetV0)
 //	tokens, _ := proc.CreateLeases(false) // lag = every item
 //	// … point the scaler at srv.ConnectionString() …
 //
@@ -104,10 +104,11 @@
 //     unauthorized ones.
 //   - Leases: LeaseWriter writes lease documents exactly as the .NET v3
 //     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library
-//     processors do, in the formats of package lease (the scaler's decoder),
-//     with their id layouts, .info / .lock documents and recorded change feed
-//     mode (LeaseWriter.Mode), and moves
-//     checkpoints, owners and split leases.
+//     processors do (LeaseFormat; read in the libraries' sources, not taken
+//     from the scaler: this package imports nothing of it), with their id
+//     layouts, .info / .lock documents, timestamps and recorded change feed
+//     mode (LeaseWriter.Mode), and moves checkpoints, owners and split
+//     leases.
 //   - Entra ID: package entraidtest is an HTTPS OAuth2 authority whose
 //     Verifier plugs into WithTokenVerifier; its connectproxy serves it
 //     under any host name.

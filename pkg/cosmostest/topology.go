@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 )
 
 // Database is a database of a Server.
@@ -49,9 +47,17 @@ type Container struct {
 	changes  []*change           // the all-versions-and-deletes log, in write order (allversions.go)
 }
 
-// PartitionKeyRange is a physical partition key range as listed by
-// pkranges: the very type the scaler reads the listing into.
-type PartitionKeyRange = changefeed.PartitionKeyRange
+// PartitionKeyRange is a physical partition key range, with the fields
+// and JSON names of its entry in the pkranges listing. Bounds are effective
+// partition keys: MinInclusive "" is the start of the key space,
+// MaxExclusive "FF" its end. Parents holds the ids of the ranges it
+// replaced: a split's parent, or the two ranges of a merge.
+type PartitionKeyRange struct {
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents"`
+}
 
 type pkRange struct {
 	id       string

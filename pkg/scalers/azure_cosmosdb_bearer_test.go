@@ -19,7 +19,7 @@ func newCosmosDBBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, lease.DotNetV0)
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, cosmostest.DotNetV0)
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestCosmosDBKeyForDataBearerForLease(t *testing.T) {
 	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(cosmosDBTokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, lease.DotNetV0)
+	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, cosmostest.DotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

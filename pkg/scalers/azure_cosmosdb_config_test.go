@@ -188,7 +188,7 @@ func TestCosmosDBSeparateLeaseAccount(t *testing.T) {
 	leaseServer := cosmostest.NewServer(cosmostest.WithAccountName("leaseaccount"))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("meta").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, lease.DotNetV0)
+	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, cosmostest.DotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -144,11 +144,11 @@ func TestCosmosDBCountsOnlyThisProcessorsLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	strangers := []*cosmostest.LeaseWriter{
-		cosmostest.NewLeaseWriter("orders-processor-v2", env.monitored, env.leases, lease.DotNetV0),
-		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, lease.DotNetV0),
-		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, lease.JavaV0),
+		cosmostest.NewLeaseWriter("orders-processor-v2", env.monitored, env.leases, cosmostest.DotNetV0),
+		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, cosmostest.DotNetV0),
+		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, cosmostest.JavaV0),
 	}
-	otherAccount := cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, lease.DotNetV1)
+	otherAccount := cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, cosmostest.DotNetV1)
 	otherAccount.AccountHost = "someoneelse.documents.azure.com"
 	strangers = append(strangers, otherAccount)
 	for _, p := range strangers {

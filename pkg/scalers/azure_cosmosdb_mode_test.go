@@ -112,8 +112,8 @@ func TestCosmosDBAllVersionsCountsIntermediateVersions(t *testing.T) {
 // container); each processor's leases are read in its own mode.
 func TestCosmosDBMixedModeProcessorsOnOneLeaseContainer(t *testing.T) {
 	env := newCosmosEnvInMode(t, 2, lease.DotNetV0, lease.LatestVersion)
-	avad := cosmostest.NewLeaseWriter("audit-processor", env.monitored, env.leases, lease.JavaV1)
-	avad.Mode = lease.AllVersionsAndDeletes
+	avad := cosmostest.NewLeaseWriter("audit-processor", env.monitored, env.leases, cosmostest.JavaV1)
+	avad.Mode = cosmostest.AllVersionsAndDeletes
 	avadTokens, err := avad.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // Canary secrets planted in every credential never appear in an error or a
@@ -17,7 +16,7 @@ func TestCosmosDBSecretsNeverLeak(t *testing.T) {
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", 2)
-	p := cosmostest.NewLeaseWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), lease.DotNetV0)
+	p := cosmostest.NewLeaseWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := p.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}

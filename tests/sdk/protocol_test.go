@@ -55,7 +55,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	if err := orders.WriteItemsToRange(physical.ID, 20); err != nil {
 		t.Fatal(err)
 	}
-	proc := cosmostest.NewLeaseWriter("orders-proc", orders, leases, lease.DotNetV0)
+	proc := cosmostest.NewLeaseWriter("orders-proc", orders, leases, cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
 )
 
 // Handler serves the control API for one account.
@@ -74,7 +73,7 @@ func toContainer(c *cosmostest.Container) Container {
 func (h *Handler) container(db, id string) (*cosmostest.Container, error) {
 	c, ok := h.acct.Container(db, id)
 	if !ok {
-		return nil, notFound("container %s/%s does not exist", account.Excerpt(db), account.Excerpt(id))
+		return nil, notFound("container %s/%s does not exist", excerpt.Of(db), excerpt.Of(id))
 	}
 	return c, nil
 }
@@ -92,7 +91,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	case pk == "":
 		return 0, nil, badRequest(`partitionKeyPath is required, e.g. "/pk"`)
 	case !strings.HasPrefix(pk, "/") || strings.HasSuffix(pk, "/") || strings.Contains(pk, "//"):
-		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, account.Excerpt(pk))
+		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, excerpt.Of(pk))
 	}
 	ranges := 1
 	if req.Ranges != nil {
@@ -106,7 +105,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	defer h.createMu.Unlock()
 	if c, ok := h.acct.Container(req.Database, req.ID); ok {
 		if c.PartitionKeyPath() != pk {
-			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), account.Excerpt(pk))
+			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), excerpt.Of(pk))
 		}
 		return http.StatusOK, toContainer(c), nil
 	}
@@ -228,7 +227,7 @@ func rangeError(err error, rangeID string, c *cosmostest.Container) error {
 			live = append(live, r.ID)
 		}
 		return notFound("range %q of %s/%s is not a live partition key range (live: %s)",
-			account.Excerpt(rangeID), c.Database().ID(), c.ID(), strings.Join(live, ", "))
+			excerpt.Of(rangeID), c.Database().ID(), c.ID(), strings.Join(live, ", "))
 	}
 	return conflict("%v", err)
 }
@@ -253,22 +252,22 @@ func checkResourceIDs(fieldsAndValues ...string) error {
 	return nil
 }
 
-// formatNames pairs each lease format with the name the control API has
-// always used for it; both are accepted.
+// formatNames pairs each lease format with its name in the control API's
+// answers (Leases.Format); requests may name a format either way.
 var formatNames = []struct {
-	format lease.Format
+	format cosmostest.LeaseFormat
 	name   string
 }{
-	{lease.DotNetV0, "DotNetV0"},
-	{lease.DotNetV1, "DotNetV1EPK"},
-	{lease.JavaV0, "JavaV0"},
-	{lease.JavaV1, "JavaV1EPK"},
-	{lease.DotNetV2Library, "DotNetV2Library"},
+	{cosmostest.DotNetV0, "DotNetV0"},
+	{cosmostest.DotNetV1, "DotNetV1EPK"},
+	{cosmostest.JavaV0, "JavaV0"},
+	{cosmostest.JavaV1, "JavaV1EPK"},
+	{cosmostest.DotNetV2Library, "DotNetV2Library"},
 }
 
-func parseFormat(s string) (lease.Format, error) {
+func parseFormat(s string) (cosmostest.LeaseFormat, error) {
 	if s == "" {
-		return lease.DotNetV0, nil
+		return cosmostest.DotNetV0, nil
 	}
 	names := make([]string, len(formatNames))
 	formats := make([]string, len(formatNames))
@@ -278,22 +277,22 @@ func parseFormat(s string) (lease.Format, error) {
 		}
 		names[i], formats[i] = f.name, string(f.format)
 	}
-	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), account.Excerpt(s))
+	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), excerpt.Of(s))
 }
 
-func parseMode(s string, f lease.Format) (lease.Mode, error) {
+func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, error) {
 	switch {
-	case s == "" || strings.EqualFold(s, lease.LatestVersion.String()):
-		return lease.LatestVersion, nil
-	case !strings.EqualFold(s, lease.AllVersionsAndDeletes.String()):
-		return 0, badRequest("mode must be %s or %s, got %q", lease.LatestVersion, lease.AllVersionsAndDeletes, s)
-	case f == lease.JavaV0 || f == lease.DotNetV2Library:
-		return 0, badRequest("%s leases have no %s mode", formatName(f), lease.AllVersionsAndDeletes)
+	case s == "" || strings.EqualFold(s, cosmostest.LatestVersion.String()):
+		return cosmostest.LatestVersion, nil
+	case !strings.EqualFold(s, cosmostest.AllVersionsAndDeletes.String()):
+		return 0, badRequest("mode must be %s or %s, got %q", cosmostest.LatestVersion, cosmostest.AllVersionsAndDeletes, s)
+	case !f.HasAllVersionsAndDeletes():
+		return 0, badRequest("%s leases have no %s mode", formatName(f), cosmostest.AllVersionsAndDeletes)
 	}
-	return lease.AllVersionsAndDeletes, nil
+	return cosmostest.AllVersionsAndDeletes, nil
 }
 
-func formatName(f lease.Format) string {
+func formatName(f cosmostest.LeaseFormat) string {
 	for _, n := range formatNames {
 		if n.format == f {
 			return n.name
