@@ -1,8 +1,8 @@
 // Package control is the control API of a standalone cosmostest server
 // (cosmoslag serve): what only the service itself does, over plain HTTP and
-// JSON — creating databases and containers, splitting partitions, writing a
-// processor's first leases, finding a partition key value for a chosen
-// physical partition. It holds the one definition of the contract: the
+// JSON — creating databases and containers, splitting and merging
+// partitions, writing a processor's first leases, finding a partition key
+// value for a chosen physical partition. It holds the one definition of the contract: the
 // routes and wire types below, the Handler that serves them and the Client
 // that calls them. The routes and JSON fields are a public interface
 // (README, scripts): change them only compatibly.
@@ -15,6 +15,7 @@ const (
 	RouteProcessors   = "/control/processors"                               // POST CreateLeasesRequest -> Leases
 	RoutePartitionKey = "/control/partition-key"                            // GET ?database=&container=&range= -> PartitionKey
 	RouteSplit        = "/control/split"                                    // POST SplitRequest -> Split
+	RouteMerge        = "/control/merge"                                    // POST MergeRequest -> Range
 	RouteHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
 )
 
@@ -103,6 +104,16 @@ type SplitRequest struct {
 type Split struct {
 	Left  Range `json:"left"`
 	Right Range `json:"right"`
+}
+
+// MergeRequest merges two adjacent live ranges, named in either order, into
+// one. The account must have partition merge enabled (cosmoslag serve
+// --enable-partition-merge), as the service merges only on such accounts;
+// the answer is the new range, whose parents are the two.
+type MergeRequest struct {
+	Database  string   `json:"database"`
+	Container string   `json:"container"`
+	Ranges    []string `json:"ranges"`
 }
 
 // ErrorBody is the body of every answer other than success.

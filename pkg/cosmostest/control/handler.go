@@ -33,6 +33,7 @@ func NewHandler(acct *cosmostest.Account, log io.Writer) *Handler {
 	h.mux.HandleFunc("POST "+RouteProcessors, jsonHandler(h.createLeases))
 	h.mux.HandleFunc("GET "+RoutePartitionKey, jsonHandler(h.partitionKey))
 	h.mux.HandleFunc("POST "+RouteSplit, jsonHandler(h.split))
+	h.mux.HandleFunc("POST "+RouteMerge, jsonHandler(h.merge))
 	h.mux.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -192,7 +193,7 @@ func (h *Handler) partitionKey(r *http.Request) (int, any, error) {
 	}
 	pk, err := c.PartitionKeyForRange(q.Get("range"))
 	if err != nil {
-		return 0, nil, rangeError(err, q.Get("range"), c)
+		return 0, nil, rangeError(err, c, q.Get("range"))
 	}
 	return http.StatusOK, PartitionKey{pk}, nil
 }
@@ -213,21 +214,57 @@ func (h *Handler) split(r *http.Request) (int, any, error) {
 	}
 	left, right, err := c.Split(req.Range)
 	if err != nil {
-		return 0, nil, rangeError(err, req.Range, c)
+		return 0, nil, rangeError(err, c, req.Range)
 	}
 	return http.StatusOK, Split{toRange(left), toRange(right)}, nil
 }
 
-// rangeError maps an error about a range: not live is 404 (listing the
-// live ones), anything else 409.
-func rangeError(err error, rangeID string, c *cosmostest.Container) error {
+func (h *Handler) merge(r *http.Request) (int, any, error) {
+	var req MergeRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	for _, f := range []struct{ name, v string }{{"database", req.Database}, {"container", req.Container}} {
+		if f.v == "" {
+			return 0, nil, badRequest("%s is required", f.name)
+		}
+	}
+	if len(req.Ranges) != 2 || req.Ranges[0] == "" || req.Ranges[1] == "" {
+		return 0, nil, badRequest(`ranges must name two ranges, e.g. ["0", "1"], got %d`, len(req.Ranges))
+	}
+	if !h.acct.PartitionMergeEnabled() {
+		return 0, nil, conflict("partition merge is not enabled on this account, and the service merges only on accounts that have it (cosmoslag serve --enable-partition-merge)")
+	}
+	c, err := h.container(req.Database, req.Container)
+	if err != nil {
+		return 0, nil, err
+	}
+	merged, err := c.Merge(req.Ranges[0], req.Ranges[1])
+	if err != nil {
+		return 0, nil, rangeError(err, c, req.Ranges...)
+	}
+	return http.StatusOK, toRange(merged), nil
+}
+
+// rangeError maps an error about ranges: one that is not live is 404
+// (naming the first such and listing the live ones), anything else 409.
+func rangeError(err error, c *cosmostest.Container, rangeIDs ...string) error {
 	if errors.Is(err, cosmostest.ErrRangeNotFound) {
 		live := make([]string, 0)
+		isLive := map[string]bool{}
 		for _, r := range c.Ranges() {
 			live = append(live, r.ID)
+			isLive[r.ID] = true
+		}
+		missing := rangeIDs[0]
+		for _, id := range rangeIDs {
+			if !isLive[id] {
+				missing = id
+				break
+			}
 		}
 		return notFound("range %q of %s/%s is not a live partition key range (live: %s)",
-			excerpt.Of(rangeID), c.Database().ID(), c.ID(), strings.Join(live, ", "))
+			excerpt.Of(missing), c.Database().ID(), c.ID(), strings.Join(live, ", "))
 	}
 	return conflict("%v", err)
 }

@@ -15,9 +15,9 @@ import (
 
 // newControl serves the control API of a fresh account and returns a client
 // for it and the account.
-func newControl(t *testing.T) (*control.Client, *cosmostest.Server) {
+func newControl(t *testing.T, opts ...cosmostest.Option) (*control.Client, *cosmostest.Server) {
 	t.Helper()
-	srv, err := cosmostest.New()
+	srv, err := cosmostest.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +135,49 @@ func TestLeasesCarryTheProcessorsMode(t *testing.T) {
 		if _, err := c.CreateLeases(ctx, req); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "mode") {
 			t.Errorf("%+v: %v, want 400 naming the mode", req, err)
 		}
+	}
+}
+
+// Merges: two live adjacent ranges, in either order, on an account with
+// partition merge enabled; the answer is the new range.
+func TestControlMergesOnMergeEnabledAccounts(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newControl(t, cosmostest.WithPartitionMerge())
+	setUp(t, c, 3)
+	merged, err := c.Merge(ctx, "db", "items", "1", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.ID != "3" || strings.Join(merged.Parents, ",") != "0,1" || merged.MinInclusive != "" {
+		t.Errorf("merged %+v, want range 3 from the start of the key space with parents 0, 1", merged)
+	}
+	got, err := c.Container(ctx, "db", "items")
+	if err != nil || len(got.Ranges) != 2 || got.Ranges[0].ID != "3" {
+		t.Errorf("ranges after the merge %+v, %v", got.Ranges, err)
+	}
+	var apiErr *control.Error
+	for _, tc := range []struct {
+		a, b   string
+		status int
+		want   string
+	}{
+		{"0", "2", http.StatusNotFound, `range "0" of db/items is not a live partition key range (live: 3, 2)`},
+		{"2", "9", http.StatusNotFound, `range "9"`},
+		{"2", "2", http.StatusConflict, "cannot merge with itself"},
+		{"", "2", http.StatusBadRequest, "ranges must name two ranges"},
+	} {
+		if _, err := c.Merge(ctx, "db", "items", tc.a, tc.b); !errors.As(err, &apiErr) || apiErr.Status != tc.status || !strings.Contains(apiErr.Message, tc.want) {
+			t.Errorf("merge %q %q: %v, want %d with %q", tc.a, tc.b, err, tc.status, tc.want)
+		}
+	}
+	if _, err := c.Merge(ctx, "db", "nope", "0", "1"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("merge in a missing container: %v", err)
+	}
+
+	plain, _ := newControl(t)
+	setUp(t, plain, 2)
+	if _, err := plain.Merge(ctx, "db", "items", "0", "1"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict ||
+		!strings.Contains(apiErr.Message, "--enable-partition-merge") {
+		t.Errorf("merge on an account without partition merge: %v, want 409 naming --enable-partition-merge", err)
 	}
 }
