@@ -53,8 +53,9 @@ type Range struct {
 // the monitored container, and its .info and .lock documents, as a
 // processor does when it first starts. Format is a lease format as
 // cosmoslag prints it (dotnet-v0, dotnet-v1, java-v0, java-v1,
-// dotnet-v2-library) or by its older name (DotNetV0, DotNetV1EPK, JavaV0,
-// JavaV1EPK, DotNetV2Library), case-insensitive; default DotNetV0.
+// dotnet-v2-library) or by the control API's own name (DotNetV0,
+// DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library), case-insensitive;
+// default DotNetV0.
 // StartFromNow checkpoints at the current LSNs; otherwise the lag is every
 // item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
 // host.
@@ -73,8 +74,9 @@ type CreateLeasesRequest struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// Leases is the answer to CreateLeasesRequest. Format is the older name
-// (DotNetV0, …), as the API has always answered.
+// Leases is the answer to CreateLeasesRequest. Format is the control API's
+// own name of the format (DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK,
+// DotNetV2Library).
 type Leases struct {
 	Prefix string  `json:"prefix"`
 	Format string  `json:"format"`
