@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
@@ -344,7 +343,7 @@ func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "dotnet-v0")
-	proc.Mode = lease.AllVersionsAndDeletes
+	proc.Mode = cosmostest.AllVersionsAndDeletes
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ type serveOptions struct {
 	caFile      string
 	certFile    string
 	keyFile     string
+	merge       bool
 }
 
 // keptCertificateValidity is how long a certificate serve writes to
@@ -50,6 +51,7 @@ func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.caFile, "ca-file", "", "write the endpoint's self-signed certificate (PEM, mode 0644) to this file,\nfor clients to trust (e.g. SSL_CERT_FILE)")
 	fs.StringVar(&o.certFile, "cert-file", "", "serve this certificate (PEM) instead of a fresh one, with --key-file; when neither\nfile exists, a self-signed certificate valid for a year is written to both on\nfirst start, so a restarted server is trusted by the same clients")
 	fs.StringVar(&o.keyFile, "key-file", "", "private key (PEM, written with mode 0600) of --cert-file")
+	fs.BoolVar(&o.merge, "enable-partition-merge", false, "enable partition merge on the account: POST /control/merge merges ranges, and every\nCosmos DB request must declare the PartitionMerge capability (400 otherwise)")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag serve [flags]
 
@@ -66,10 +68,18 @@ other processes (a KEDA operator in a cluster, a change feed processor):
     one (valid for a year) there, so clients that trusted it still do
     after a restart on the same address.
   - a control API on --control-addr, plain HTTP, for what only the service
-    itself does: creating databases and containers, splitting partitions,
-    writing a processor's first leases, and finding a partition key value
-    for a chosen physical partition. It has no authentication: keep it on an
-    address only the tests reach.
+    itself does: creating databases and containers, splitting and merging
+    partitions, writing a processor's first leases, and finding a partition
+    key value for a chosen physical partition. It has no authentication:
+    keep it on an address only the tests reach.
+
+With --enable-partition-merge the account has partition merge enabled, as
+"az cosmosdb update --enable-partition-merge true" leaves one: the service
+then admits only clients that declare support for merges, so every Cosmos DB
+request without the header x-ms-cosmos-sdk-supportedcapabilities holding the
+PartitionMerge bit (a decimal bit set with bit 0 set, e.g. 1, as the .NET
+>= 3.27, Java >= 4.42 and JavaScript >= 4.3 SDKs send) is refused with 400,
+and /control/merge can merge ranges.
 
 When both listen, one line each goes to stdout:
   cosmos endpoint https://127.0.0.1:8081/
@@ -106,6 +116,12 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
          live range (send it in x-ms-documentdb-partitionkey as ["value"])
   POST /control/split {"database","container","range"}
       split a live range at its midpoint -> {"left":{...},"right":{...}}
+  POST /control/merge {"database","container","ranges":["a","b"]}
+      merge two adjacent live ranges (either order) into a new one whose
+      parents are both; their ids then answer 410/1002, their items keep
+      their _lsn and the new range's LSN continues from the larger one
+      -> {"id","minInclusive","maxExclusive","parents"}; 409 without
+      --enable-partition-merge or for ranges that are not adjacent
   GET  /control/healthz -> 200 ok
 
 Example:
@@ -174,6 +190,9 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 		cosmostest.WithAccountName(o.account),
 		// A standalone server runs for hours; nothing reads its request log.
 		cosmostest.WithRequestLogLimit(1000),
+	}
+	if o.merge {
+		opts = append(opts, cosmostest.WithPartitionMerge())
 	}
 	if o.certFile != "" {
 		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)

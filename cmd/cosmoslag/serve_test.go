@@ -445,7 +445,10 @@ func TestServeControlAPIBadInput(t *testing.T) {
 		{"GET", "/control/containers/e2e/nope/ranges", nil, 404, "container e2e/nope does not exist"},
 		{"GET", "/control/containers", nil, 405, "GET is not allowed on /control/containers"},
 		{"DELETE", "/control/healthz", nil, 405, "DELETE is not allowed"},
-		{"GET", "/control/merge", nil, 404, "no control endpoint /control/merge"},
+		{"GET", "/control/merge", nil, 405, "GET is not allowed on /control/merge"},
+		{"GET", "/control/nope", nil, 404, "no control endpoint /control/nope"},
+		{"POST", "/control/merge", map[string]any{"database": "e2e", "container": "items", "ranges": []string{"0"}}, 400, "ranges must name two ranges"},
+		{"POST", "/control/merge", map[string]any{"database": "e2e", "container": "items", "ranges": []string{"0", "1"}}, 409, "partition merge is not enabled on this account"},
 	} {
 		code, raw := s.controlCall(t, tc.method, tc.path, tc.body)
 		var e struct{ Error string }
@@ -465,9 +468,53 @@ func TestServeControlAPIBadInput(t *testing.T) {
 	}
 }
 
+// --enable-partition-merge gives an account with partition merge enabled:
+// Cosmos DB requests must declare the PartitionMerge capability, and the
+// control API merges ranges.
+func TestServePartitionMerge(t *testing.T) {
+	s := startServe(t, "--enable-partition-merge")
+	var items control.Container
+	s.controlJSON(t, http.MethodPost, "/control/containers", map[string]any{"database": "e2e", "id": "items", "partitionKeyPath": "/pk", "ranges": 2}, http.StatusCreated, &items)
+	capable := map[string]string{"x-ms-cosmos-sdk-supportedcapabilities": "1"}
+	resp, raw := s.cosmos(t, http.MethodGet, "/dbs/e2e", nil, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "x-ms-cosmos-sdk-supportedcapabilities") {
+		t.Errorf("a request without the capability: %d %s, want 400 naming the header", resp.StatusCode, raw)
+	}
+	if resp, raw := s.cosmos(t, http.MethodGet, "/dbs/e2e", capable, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("a request declaring PartitionMerge: %d %s", resp.StatusCode, raw)
+	}
+
+	var merged control.Range
+	s.controlJSON(t, http.MethodPost, "/control/merge", map[string]any{"database": "e2e", "container": "items", "ranges": []string{"0", "1"}}, http.StatusOK, &merged)
+	if merged.ID != "2" || !slices.Equal(merged.Parents, []string{"0", "1"}) || merged.MinInclusive != "" || merged.MaxExclusive != "FF" {
+		t.Errorf("merged %+v", merged)
+	}
+	feed := func(rangeID string) (*http.Response, []byte) {
+		return s.cosmos(t, http.MethodGet, "/dbs/e2e/colls/items/docs", map[string]string{
+			"A-IM": "Incremental feed", "x-ms-documentdb-partitionkeyrangeid": rangeID, "x-ms-cosmos-sdk-supportedcapabilities": "1",
+		}, nil)
+	}
+	if resp, raw := feed("0"); resp.StatusCode != http.StatusGone || resp.Header.Get("x-ms-substatus") != "1002" {
+		t.Errorf("change feed of a merged-away range: %d substatus %q %s", resp.StatusCode, resp.Header.Get("x-ms-substatus"), raw)
+	}
+	if resp, raw := feed("2"); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("change feed of the merged range: %d %s", resp.StatusCode, raw)
+	}
+	// The Go client speaks the same contract.
+	var notAdjacent *control.Error
+	client := control.NewClient(s.control, nil)
+	if _, err := client.Merge(context.Background(), "e2e", "items", "2", "2"); !errors.As(err, &notAdjacent) || notAdjacent.Status != http.StatusConflict {
+		t.Errorf("merging a range with itself: %v", err)
+	}
+	if !strings.Contains(s.stderr.String(), " control POST /control/merge 200 ") {
+		t.Errorf("stderr lacks the merge:\n%s", s.stderr)
+	}
+}
+
 func TestServeFlags(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "serve", "--help")
-	if code != exitOK || !strings.Contains(stdout, "Usage: cosmoslag serve") || !strings.Contains(stdout, "POST /control/split") || stderr != "" {
+	if code != exitOK || !strings.Contains(stdout, "Usage: cosmoslag serve") || !strings.Contains(stdout, "POST /control/split") ||
+		!strings.Contains(stdout, "POST /control/merge") || !strings.Contains(stdout, "-enable-partition-merge") || stderr != "" {
 		t.Errorf("--help: %d %q %q", code, stdout, stderr)
 	}
 	if strings.Contains(stdout, emulatorKey) {

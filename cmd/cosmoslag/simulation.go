@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -60,11 +59,11 @@ type simConfig struct {
 
 // mode is the simulated processor's change feed mode, in the embedded
 // server's vocabulary (cosmostest.LeaseWriter.Mode).
-func (c simConfig) mode() lease.Mode {
+func (c simConfig) mode() cosmostest.ChangeFeedMode {
 	if c.AllVersionsAndDeletes {
-		return lease.AllVersionsAndDeletes
+		return cosmostest.AllVersionsAndDeletes
 	}
-	return lease.LatestVersion
+	return cosmostest.LatestVersion
 }
 
 type world struct {

@@ -75,8 +75,9 @@ func (a *Account) SetLatency(d time.Duration) {
 }
 
 // ServeHTTP is the single entry point: classify, record, delay, fault,
-// authorize, route. Every request is recorded before its answer is written,
-// so a test that has received a response always finds it in Requests.
+// authorize, admit (WithPartitionMerge), route. Every request is recorded
+// before its answer is written, so a test that has received a response
+// always finds it in Requests.
 func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !a.gate.Enter() { // the server is closing
 		fault.DropConnection(w)
@@ -118,7 +119,7 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rep *reply
 	if err := a.authorize(r, authorization); err != nil {
 		rep = errorReply(http.StatusUnauthorized, 0, "Unauthorized", err.Error())
-	} else {
+	} else if rep = a.refuseWithoutMergeCapability(r.Header); rep == nil {
 		rep = a.route(r, kind, segs)
 	}
 	a.record(rec, rep.status)

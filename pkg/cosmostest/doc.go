@@ -17,7 +17,7 @@
 //	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 //	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
 //	_ = data.WriteItems("tenant-1", 10)
-//	proc := cosmostest.NewLeaseWriter("orders", data, leases, lease.DotNetV0)
+//	proc := cosmostest.NewLeaseWriter("orders", data, leases, cosmostest.DotNetV0)
 //	tokens, _ := proc.CreateLeases(false) // lag = every item
 //	// … point the scaler at srv.ConnectionString() …
 //
@@ -94,7 +94,15 @@
 //     Debian's Python SDK (3.1.1) are run against this server in tests/sdk.
 //   - Topology: Split divides a range at the midpoint of its EPK span into two
 //     children with new ids whose LSNs start at the parent's; Merge joins two
-//     adjacent ranges into one child whose LSN starts at the larger parent LSN.
+//     adjacent ranges into one child (parents: both) whose LSN continues
+//     from the larger parent LSN. Items keep their _lsn; the old ids answer
+//     410/1002; EPK reads of a child return only their sub-range, which is
+//     how processors resume an old range's continuation.
+//   - Partition merge as an account feature: with WithPartitionMerge every
+//     request that does not declare the PartitionMerge capability (bit 0 of
+//     the decimal bit set in x-ms-cosmos-sdk-supportedcapabilities) is
+//     refused with 400 naming the header, after authorization; the
+//     service's exact refusal status is not documented.
 //   - Faults and observation: InjectFault (status + substatus, 429 with
 //     x-ms-retry-after-ms, latency, malformed body, dropped connection, a
 //     verbatim body and headers, and a Hook that runs at an exact point of a
@@ -104,10 +112,11 @@
 //     unauthorized ones.
 //   - Leases: LeaseWriter writes lease documents exactly as the .NET v3
 //     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library
-//     processors do, in the formats of package lease (the scaler's decoder),
-//     with their id layouts, .info / .lock documents and recorded change feed
-//     mode (LeaseWriter.Mode), and moves
-//     checkpoints, owners and split leases.
+//     processors do (LeaseFormat; read in the libraries' sources, not taken
+//     from the scaler: this package imports nothing of it), with their id
+//     layouts, .info / .lock documents, timestamps and recorded change feed
+//     mode (LeaseWriter.Mode), and moves checkpoints, owners and split
+//     leases.
 //   - Entra ID: package entraidtest is an HTTPS OAuth2 authority whose
 //     Verifier plugs into WithTokenVerifier; its connectproxy serves it
 //     under any host name.

@@ -1,10 +1,6 @@
 package cosmostest
 
-import (
-	"fmt"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
-)
+import "fmt"
 
 // LaggingLeases sets up the common benchmark and demo shape: database
 // "appdb" with a monitored container "orders" of the given number of
@@ -14,7 +10,7 @@ import (
 func (a *Account) LaggingLeases(name string, ranges, pending int) (*LeaseWriter, error) {
 	db := a.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", ranges)
-	p := NewLeaseWriter(name, monitored, db.CreateContainer("leases", "/id", 1), lease.DotNetV0)
+	p := NewLeaseWriter(name, monitored, db.CreateContainer("leases", "/id", 1), DotNetV0)
 	if _, err := p.CreateLeases(true); err != nil {
 		return nil, fmt.Errorf("lagging leases: %w", err)
 	}

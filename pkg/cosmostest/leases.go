@@ -8,20 +8,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
-
-// epkBased reports whether a format's lease tokens are EPK ranges rather
-// than range ids.
-func epkBased(f lease.Format) bool { return f == lease.DotNetV1 || f == lease.JavaV1 }
 
 // LeaseWriter writes the lease documents a change feed processor of one
 // library (Format) keeps in its lease container for a monitored container:
-// lease.DotNetV0 and lease.DotNetV1 as the .NET v3 SDK and the Azure
-// Functions trigger write them, lease.JavaV0 and lease.JavaV1 as the Java v4
-// SDK does, lease.DotNetV2Library as the .NET change feed processor library
-// (v2) does, each with its id layout and .info / .lock documents.
+// DotNetV0 and DotNetV1 as the .NET v3 SDK and the Azure Functions trigger
+// write them, JavaV0 and JavaV1 as the Java v4 SDK does, DotNetV2Library as
+// the .NET change feed processor library (v2) does, each with its id layout
+// and .info / .lock documents.
+//
+// The documents follow the libraries' sources (field names, which fields
+// each writes, the continuation's encoding, the timestamp's form):
+//   - .NET v3: Microsoft.Azure.Cosmos/src/ChangeFeedProcessor/LeaseManagement/
+//     DocumentServiceLeaseCore.cs (v0), DocumentServiceLeaseCoreEpk.cs (v1),
+//     DocumentServiceLeaseManagerCosmos.cs (LeaseToken, FeedRange and Mode
+//     on creation) in Azure/azure-cosmos-dotnet-v3;
+//   - Java v4: sdk/cosmos/azure-cosmos/src/main/java/com/azure/cosmos/
+//     implementation/changefeed/ServiceItemLease.java (v0) and
+//     epkversion/ServiceItemLeaseV1.java (v1), whose serializers write
+//     exactly the fields below, and common/ChangeFeedState.java (the
+//     continuation) in Azure/azure-sdk-for-java;
+//   - .NET v2 library: src/DocumentDB.ChangeFeedProcessor/LeaseManagement/
+//     DocumentServiceLease.cs in Azure/azure-documentdb-changefeedprocessor-dotnet.
 //
 // Lease documents start unowned (Owner null). CreateLeases(false) writes the
 // state of a processor that has created its leases but not checkpointed yet:
@@ -33,16 +41,17 @@ type LeaseWriter struct {
 	AccountHost string     // host written into lease ids; defaults to the monitored server's Host()
 	Monitored   *Container // the data container
 	Leases      *Container // the lease container, partitioned by /id or /partitionKey
-	Format      lease.Format
+	Format      LeaseFormat
 	// Mode is the processor's change feed mode, recorded as its library
 	// records it: .NET "Mode" ("Incremental Feed" / "Full-Fidelity Feed"),
 	// Java EPK state ("INCREMENTAL" / "FULL_FIDELITY", starting from NOW).
-	// lease.JavaV0 and lease.DotNetV2Library have no all-versions-and-deletes mode.
-	Mode lease.Mode
+	// Formats without LeaseFormat.HasAllVersionsAndDeletes refuse
+	// AllVersionsAndDeletes.
+	Mode ChangeFeedMode
 }
 
 // NewLeaseWriter describes the leases of a processor of the given format.
-func NewLeaseWriter(name string, monitored, leases *Container, format lease.Format) *LeaseWriter {
+func NewLeaseWriter(name string, monitored, leases *Container, format LeaseFormat) *LeaseWriter {
 	return &LeaseWriter{Name: name, AccountHost: monitored.db.acct.Host(), Monitored: monitored, Leases: leases, Format: format}
 }
 
@@ -50,7 +59,7 @@ func NewLeaseWriter(name string, monitored, leases *Container, format lease.Form
 // and container ids instead of RIDs for JavaV0.
 func (p *LeaseWriter) Prefix() string {
 	db, coll := p.Monitored.db.rid, p.Monitored.rid
-	if p.Format == lease.JavaV0 {
+	if p.Format == JavaV0 {
 		db, coll = p.Monitored.db.id, p.Monitored.id
 	}
 	return p.Name + p.AccountHost + "_" + db + "_" + coll
@@ -64,8 +73,8 @@ var ErrLeaseNotFound = errors.New("cosmostest: lease not found")
 
 // CreateLeases writes one lease per live physical range of the monitored
 // container plus the "{prefix}.info" and "{prefix}.lock" bookkeeping
-// documents, and returns the lease tokens: range ids for lease.DotNetV0, lease.JavaV0
-// and lease.DotNetV2Library, "{min}-{max}" for the EPK formats. See LeaseWriter for
+// documents, and returns the lease tokens: range ids for DotNetV0, JavaV0
+// and DotNetV2Library, "{min}-{max}" for the EPK formats. See LeaseWriter for
 // what the continuation holds.
 func (p *LeaseWriter) CreateLeases(startFromNow bool) ([]string, error) {
 	ranges := p.Monitored.Ranges()
@@ -77,7 +86,7 @@ func (p *LeaseWriter) CreateLeases(startFromNow bool) ([]string, error) {
 			cont = &lsn
 		}
 		token := r.ID
-		if epkBased(p.Format) {
+		if p.Format.EPK() {
 			token = r.MinInclusive + "-" + r.MaxExclusive
 		}
 		if err := p.writeLease(token, r.MinInclusive, r.MaxExclusive, cont, ""); err != nil {
@@ -102,7 +111,7 @@ func (p *LeaseWriter) Lease(token string) (map[string]any, bool) {
 // Checkpoint sets the lease's continuation to lsn in the format's encoding.
 func (p *LeaseWriter) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
-		if p.Format == lease.JavaV1 {
+		if p.Format == JavaV1 {
 			lower, upper := p.leaseRange(doc)
 			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn, p.Mode)
 		} else {
@@ -152,7 +161,7 @@ func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, err)
 	}
 	var lower, upper string
-	if epkBased(p.Format) {
+	if p.Format.EPK() {
 		lower, upper = p.leaseRange(doc)
 	} else {
 		r, gone, ok := p.Monitored.rangeByID(parentToken)
@@ -170,8 +179,8 @@ func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		if r.MaxExclusive <= lower || r.MinInclusive >= upper {
 			continue // no overlap
 		}
-		if epkBased(p.Format) {
-			lo, hi := maxStr(lower, r.MinInclusive), minStr(upper, r.MaxExclusive)
+		if p.Format.EPK() {
+			lo, hi := max(lower, r.MinInclusive), min(upper, r.MaxExclusive)
 			children = append(children, child{lo + "-" + hi, lo, hi})
 			continue
 		}
@@ -195,7 +204,7 @@ func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 }
 
 func (p *LeaseWriter) currentLSN(token string) (int64, error) {
-	if !epkBased(p.Format) {
+	if !p.Format.EPK() {
 		lsn := p.Monitored.LSN(token)
 		if lsn < 0 {
 			return 0, fmt.Errorf("lease %q: range %w", token, ErrRangeNotFound)
@@ -222,7 +231,7 @@ func (p *LeaseWriter) update(token string, change func(map[string]any) error) er
 	if err := change(doc); err != nil {
 		return err
 	}
-	doc["timestamp"] = leaseTimestamp()
+	doc["timestamp"] = p.timestamp(time.Now(), true)
 	return p.upsert(doc)
 }
 
@@ -233,12 +242,12 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 	if owner != "" {
 		ownerVal = owner
 	}
-	if p.Mode == lease.AllVersionsAndDeletes && (p.Format == lease.JavaV0 || p.Format == lease.DotNetV2Library) {
+	if p.Mode == AllVersionsAndDeletes && !p.Format.HasAllVersionsAndDeletes() {
 		return fmt.Errorf("%v leases have no all-versions-and-deletes mode", p.Format)
 	}
 	var contVal any
 	if cont != nil {
-		if p.Format == lease.JavaV1 {
+		if p.Format == JavaV1 {
 			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont, p.Mode)
 		} else {
 			contVal = quotedLSN(*cont)
@@ -248,13 +257,13 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 		"id":                p.LeaseID(token),
 		"Owner":             ownerVal,
 		"ContinuationToken": contVal,
-		"timestamp":         leaseTimestamp(),
+		"timestamp":         p.timestamp(time.Now(), false),
 	}
 	dotNetRange := map[string]any{"Range": map[string]any{"min": min, "max": max}}
 	switch p.Format {
-	case lease.DotNetV0, lease.DotNetV1:
+	case DotNetV0, DotNetV1:
 		version := 0
-		if p.Format == lease.DotNetV1 {
+		if p.Format == DotNetV1 {
 			version = 1
 		}
 		doc["version"] = version
@@ -262,18 +271,18 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 		doc["FeedRange"] = dotNetRange
 		doc["properties"] = map[string]any{}
 		doc["Mode"] = "Incremental Feed"
-		if p.Mode == lease.AllVersionsAndDeletes {
+		if p.Mode == AllVersionsAndDeletes {
 			doc["Mode"] = aimFullFidelity
 		}
-	case lease.JavaV0:
+	case JavaV0:
 		doc["LeaseToken"] = token
-	case lease.JavaV1:
+	case JavaV1:
 		doc["LeaseToken"] = token
 		doc["version"] = 1
 		doc["feedRange"] = map[string]any{"Range": map[string]any{
 			"min": min, "max": max, "isMinInclusive": true, "isMaxInclusive": false,
 		}}
-	case lease.DotNetV2Library:
+	case DotNetV2Library:
 		doc["PartitionId"] = token
 		doc["properties"] = map[string]any{}
 	default:
@@ -302,7 +311,7 @@ func (p *LeaseWriter) upsert(doc map[string]any) error {
 // leaseRange reads the EPK range of a lease document.
 func (p *LeaseWriter) leaseRange(doc map[string]any) (lower, upper string) {
 	key := "FeedRange"
-	if p.Format == lease.JavaV1 {
+	if p.Format == JavaV1 {
 		key = "feedRange"
 	}
 	fr, _ := doc[key].(map[string]any)
@@ -318,8 +327,8 @@ func (p *LeaseWriter) continuationLSN(doc map[string]any) (*int64, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	if p.Format == lease.JavaV1 {
-		b, err := base64.StdEncoding.DecodeString(raw)
+	if p.Format == JavaV1 {
+		b, err := javaStateEncoding.DecodeString(raw)
 		if err != nil {
 			return nil, fmt.Errorf("decode Java continuation: %w", err)
 		}
@@ -366,10 +375,10 @@ type javaRange struct {
 	Max string `json:"max"`
 }
 
-func javaContinuationToken(collRID, min, max string, lsn int64, mode lease.Mode) string {
+func javaContinuationToken(collRID, min, max string, lsn int64, mode ChangeFeedMode) string {
 	r := javaRange{Min: min, Max: max}
 	javaMode, startFrom := "INCREMENTAL", "BEGINNING"
-	if mode == lease.AllVersionsAndDeletes {
+	if mode == AllVersionsAndDeletes {
 		// Java's all-versions-and-deletes processor can only start from now.
 		javaMode, startFrom = "FULL_FIDELITY", "NOW"
 	}
@@ -378,21 +387,55 @@ func javaContinuationToken(collRID, min, max string, lsn int64, mode lease.Mode)
 		Continuation: javaContinuation{V: 1, Rid: collRID, Range: r,
 			Continuation: []javaCompositeItem{{Token: quotedLSN(lsn), Range: r}}},
 	})
-	return base64.StdEncoding.EncodeToString(b)
+	return javaStateEncoding.EncodeToString(b)
 }
 
-func leaseTimestamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z") }
+// javaStateEncoding is the alphabet of the Java v4 change feed state:
+// ChangeFeedState.toString encodes with Base64.getUrlEncoder() (URL-safe,
+// with padding) and fromString decodes with getUrlDecoder()
+// (sdk/cosmos/azure-cosmos/src/main/java/com/azure/cosmos/implementation/
+// changefeed/common/ChangeFeedState.java); the EPK processor checkpoints
+// that string as the lease's ContinuationToken
+// (epkversion/PartitionCheckpointerImpl.java).
+var javaStateEncoding = base64.URLEncoding
 
-func minStr(a, b string) string {
-	if a < b {
-		return a
+// timestamp is the lease's "timestamp" at t as its library writes it.
+//   - .NET (v3 and the v2 library) serializes a UTC DateTime with
+//     Newtonsoft.Json's default ISO format, "yyyy-MM-ddTHH:mm:ss.FFFFFFFK":
+//     up to seven fraction digits, trailing zeros dropped.
+//   - Java v4 creates a lease with ZonedDateTime.now(ZoneId.of("UTC")).toString()
+//     ("2026-06-28T14:42:40.403196Z[UTC]", ServiceItemLease and
+//     ServiceItemLeaseV1 constructors) and, on every update, sets
+//     Instant.toString() ("2026-06-28T14:42:40.403196Z", setTimestamp(Instant)).
+func (p *LeaseWriter) timestamp(t time.Time, updated bool) string {
+	t = t.UTC()
+	switch {
+	case p.Format != JavaV0 && p.Format != JavaV1:
+		return t.Format("2006-01-02T15:04:05.9999999Z")
+	case updated:
+		// DateTimeFormatter.ISO_INSTANT: seconds always, then 0, 3, 6 or 9
+		// fraction digits.
+		return t.Format("2006-01-02T15:04:05") + javaFraction(t.Nanosecond()) + "Z"
 	}
-	return b
+	// LocalDateTime.toString: the seconds only when the seconds or the
+	// nanoseconds are not zero.
+	s := t.Format("2006-01-02T15:04")
+	if t.Second() != 0 || t.Nanosecond() != 0 {
+		s += t.Format(":05") + javaFraction(t.Nanosecond())
+	}
+	return s + "Z[UTC]"
 }
 
-func maxStr(a, b string) string {
-	if a > b {
-		return a
+// javaFraction is java.time's rendering of nanoseconds: nothing for zero,
+// otherwise three, six or nine digits, the fewest that hold the value.
+func javaFraction(nanos int) string {
+	switch {
+	case nanos == 0:
+		return ""
+	case nanos%1_000_000 == 0:
+		return fmt.Sprintf(".%03d", nanos/1_000_000)
+	case nanos%1_000 == 0:
+		return fmt.Sprintf(".%06d", nanos/1_000)
 	}
-	return b
+	return fmt.Sprintf(".%09d", nanos)
 }

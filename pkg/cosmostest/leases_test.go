@@ -7,8 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"time"
 )
 
 type leaseFixture struct {
@@ -34,14 +33,14 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
 	db := f.data.Database()
 	for _, tc := range []struct {
-		format lease.Format
+		format LeaseFormat
 		prefix string
 	}{
-		{lease.DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{lease.DotNetV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{lease.JavaV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{lease.DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{lease.JavaV0, "proc127.0.0.1_db_data"},
+		{DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{DotNetV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{JavaV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{JavaV0, "proc127.0.0.1_db_data"},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
@@ -57,14 +56,14 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 
 func TestCreateLeasesWritesEachFormat(t *testing.T) {
 	for _, tc := range []struct {
-		format     lease.Format
+		format     LeaseFormat
 		tokens     []string
 		wantFields []string
 		noFields   []string
 		check      func(t *testing.T, doc map[string]any)
 	}{
 		{
-			format:     lease.DotNetV0,
+			format:     DotNetV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			noFields:   []string{"PartitionId", "feedRange"},
@@ -79,7 +78,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     lease.DotNetV1,
+			format:     DotNetV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			check: func(t *testing.T, doc map[string]any) {
@@ -90,13 +89,13 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     lease.JavaV0,
+			format:     JavaV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner"},
 			noFields:   []string{"version", "properties", "FeedRange", "feedRange", "Mode"},
 		},
 		{
-			format:     lease.JavaV1,
+			format:     JavaV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner", "version", "feedRange"},
 			noFields:   []string{"FeedRange", "properties"},
@@ -108,7 +107,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     lease.DotNetV2Library,
+			format:     DotNetV2Library,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp"},
 			noFields:   []string{"version", "LeaseToken"},
@@ -163,7 +162,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 }
 
 func TestCheckpointEncodingPerFormat(t *testing.T) {
-	for _, format := range []lease.Format{lease.DotNetV0, lease.DotNetV1, lease.JavaV0, lease.JavaV1, lease.DotNetV2Library} {
+	for _, format := range []LeaseFormat{DotNetV0, DotNetV1, JavaV0, JavaV1, DotNetV2Library} {
 		t.Run(string(format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
 			p := NewLeaseWriter("proc", f.data, f.leases, format)
@@ -200,15 +199,16 @@ func TestCheckpointEncodingPerFormat(t *testing.T) {
 }
 
 // continuationEtag decodes a lease's continuation the way a reader must.
-func continuationEtag(t *testing.T, format lease.Format, doc map[string]any) string {
+func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) string {
 	t.Helper()
 	raw, _ := doc["ContinuationToken"].(string)
-	if format != lease.JavaV1 {
+	if format != JavaV1 {
 		return raw
 	}
-	b, err := base64.StdEncoding.DecodeString(raw)
+	// Java's ChangeFeedState.fromString decodes with Base64.getUrlDecoder().
+	b, err := base64.URLEncoding.DecodeString(raw)
 	if err != nil {
-		t.Fatalf("Java continuation is not standard Base64: %v", err)
+		t.Fatalf("Java continuation is not URL-safe Base64 with padding: %v", err)
 	}
 	var st struct {
 		V            int
@@ -239,7 +239,7 @@ func continuationEtag(t *testing.T, format lease.Format, doc map[string]any) str
 
 func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 	f := newLeaseFixture(t, "/partitionKey")
-	p := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV0)
+	p := NewLeaseWriter("proc", f.data, f.leases, DotNetV0)
 	tokens, err := p.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -268,22 +268,22 @@ func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 
 func TestLeaseContainerMustBePartitionedByIDOrPartitionKey(t *testing.T) {
 	f := newLeaseFixture(t, "/other")
-	if _, err := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV0).CreateLeases(false); err == nil {
+	if _, err := NewLeaseWriter("proc", f.data, f.leases, DotNetV0).CreateLeases(false); err == nil {
 		t.Fatal("want an error for a lease container partitioned by /other")
 	}
 }
 
 func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 	for _, tc := range []struct {
-		format lease.Format
+		format LeaseFormat
 		parent string
 		want   []string
 	}{
-		{lease.DotNetV0, "1", []string{"2", "3"}},
-		{lease.JavaV0, "1", []string{"2", "3"}},
-		{lease.DotNetV2Library, "1", []string{"2", "3"}},
-		{lease.DotNetV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
-		{lease.JavaV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{DotNetV0, "1", []string{"2", "3"}},
+		{JavaV0, "1", []string{"2", "3"}},
+		{DotNetV2Library, "1", []string{"2", "3"}},
+		{DotNetV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{JavaV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
@@ -329,11 +329,11 @@ func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 
 func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
-	p := NewLeaseWriter("proc", f.data, f.leases, lease.DotNetV1)
+	p := NewLeaseWriter("proc", f.data, f.leases, DotNetV1)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
-	v0 := NewLeaseWriter("v0", f.data, f.leases, lease.DotNetV0)
+	v0 := NewLeaseWriter("v0", f.data, f.leases, DotNetV0)
 	if _, err := v0.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
@@ -349,5 +349,68 @@ func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 	}
 	if _, err := v0.ReplaceAfterSplit("0"); err == nil || !strings.Contains(err.Error(), "merged") {
 		t.Errorf("a range-id lease cannot follow a merge: %v", err)
+	}
+}
+
+// The Java v4 processor checkpoints ChangeFeedState.toString(), which is
+// Base64.getUrlEncoder(): the URL-safe alphabet, with padding. (For ASCII
+// text the two alphabets differ only where a '>', '?', '~' or DEL ends a
+// three-byte group; the state's JSON holds none, so the standard decoder
+// reads it too, but the padding must be there.)
+func TestJavaStateIsURLSafeBase64WithPadding(t *testing.T) {
+	f := newLeaseFixture(t, "/id")
+	p := NewLeaseWriter("proc", f.data, f.leases, JavaV1)
+	tokens, err := p.CreateLeases(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padded := 0
+	for lsn := int64(1); lsn <= 1000; lsn *= 10 {
+		if err := p.Checkpoint(tokens[0], lsn); err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := p.Lease(tokens[0])
+		written := doc["ContinuationToken"].(string)
+		if _, err := base64.URLEncoding.Strict().DecodeString(written); err != nil {
+			t.Fatalf("checkpoint %d: %q is not URL-safe Base64 with padding: %v", lsn, written, err)
+		}
+		if strings.HasSuffix(written, "=") {
+			padded++
+		}
+		if got := continuationEtag(t, JavaV1, doc); got != quotedLSN(lsn) {
+			t.Fatalf("checkpoint %d reads back as %s", lsn, got)
+		}
+	}
+	if padded == 0 {
+		t.Error("no state of four lengths was padded")
+	}
+}
+
+// Each library writes the lease's "timestamp" in its own form.
+func TestLeaseTimestampsAsTheLibrariesWriteThem(t *testing.T) {
+	at := func(sec, nanos int) time.Time { return time.Date(2026, 6, 28, 14, 42, sec, nanos, time.UTC) }
+	for _, tc := range []struct {
+		name    string
+		format  LeaseFormat
+		t       time.Time
+		updated bool
+		want    string
+	}{
+		{".NET: seven digits", DotNetV0, at(40, 403196200), false, "2026-06-28T14:42:40.4031962Z"},
+		{".NET: trailing zeros dropped", DotNetV1, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
+		{".NET: no fraction", DotNetV2Library, at(40, 0), false, "2026-06-28T14:42:40Z"},
+		{"Java created: ZonedDateTime", JavaV0, at(40, 403196000), false, "2026-06-28T14:42:40.403196Z[UTC]"},
+		{"Java created: no seconds when zero", JavaV1, at(0, 0), false, "2026-06-28T14:42Z[UTC]"},
+		{"Java created: nine digits", JavaV1, at(40, 403196201), false, "2026-06-28T14:42:40.403196201Z[UTC]"},
+		{"Java updated: Instant", JavaV1, at(40, 403196000), true, "2026-06-28T14:42:40.403196Z"},
+		{"Java updated: milliseconds", JavaV0, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
+		{"Java updated: seconds always", JavaV0, at(0, 0), true, "2026-06-28T14:42:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &LeaseWriter{Format: tc.format}
+			if got := p.timestamp(tc.t, tc.updated); got != tc.want {
+				t.Errorf("timestamp = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

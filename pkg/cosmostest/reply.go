@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
 )
 
 // Request charges are plausible constants; nothing in the project depends on
@@ -158,12 +158,12 @@ func errorReply(status, subStatus int, code, message string) *reply {
 	return rep
 }
 
-// badRequest quotes what the client sent through account.Excerpt, so a huge
+// badRequest quotes what the client sent through excerpt.Of, so a huge
 // header or query cannot make an error body (or a client's log of it) huge.
 func badRequest(format string, args ...any) *reply {
 	for i, arg := range args {
 		if s, ok := arg.(string); ok {
-			args[i] = account.Excerpt(s)
+			args[i] = excerpt.Of(s)
 		}
 	}
 	return errorReply(http.StatusBadRequest, 0, "BadRequest", fmt.Sprintf(format, args...))

@@ -29,13 +29,14 @@ type Server struct {
 }
 
 type config struct {
-	address       string
-	accountName   string
-	key           string
-	tokenVerifier func(token string) error
-	maxClockSkew  time.Duration
-	requestLog    int // entries kept; 0 keeps all
-	certificate   *tls.Certificate
+	address        string
+	accountName    string
+	key            string
+	tokenVerifier  func(token string) error
+	maxClockSkew   time.Duration
+	requestLog     int // entries kept; 0 keeps all
+	certificate    *tls.Certificate
+	partitionMerge bool // WithPartitionMerge (merge.go)
 }
 
 // Option configures a Server.

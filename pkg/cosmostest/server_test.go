@@ -91,6 +91,7 @@ func TestHeaderKeysCanonical(t *testing.T) {
 		hdrIsQuery, hdrIsUpsert, hdrReadKeyType, hdrStartEPK, hdrEndEPK, hdrAIM, hdrDate,
 		hdrPrefer, hdrContentType, hdrContentLength, keyPartitionKeyRangeID, keyPartitionKey,
 		keyMaxItemCount, keyContinuation, keyActivityID, hdrOfferThroughput, hdrAutopilotSettings, hdrQueryPlanRequest,
+		keySupportedCapabilities,
 		"Content-Type", "Date", "If-Match", "If-None-Match", "Authorization",
 	} {
 		if c := http.CanonicalHeaderKey(k); c != k {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
 )
 
 // Database is a database of a Server.
@@ -49,9 +47,17 @@ type Container struct {
 	changes  []*change           // the all-versions-and-deletes log, in write order (allversions.go)
 }
 
-// PartitionKeyRange is a physical partition key range as listed by
-// pkranges: the very type the scaler reads the listing into.
-type PartitionKeyRange = changefeed.PartitionKeyRange
+// PartitionKeyRange is a physical partition key range, with the fields
+// and JSON names of its entry in the pkranges listing. Bounds are effective
+// partition keys: MinInclusive "" is the start of the key space,
+// MaxExclusive "FF" its end. Parents holds the ids of the ranges it
+// replaced: a split's parent, or the two ranges of a merge.
+type PartitionKeyRange struct {
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents"`
+}
 
 type pkRange struct {
 	id       string
@@ -238,19 +244,37 @@ func (c *Container) Split(rangeID string) (left, right PartitionKeyRange, err er
 	return l.public(), r.public(), nil
 }
 
-// Merge replaces two adjacent live ranges by one child with the next free id
-// whose parents are both; its LSN starts at the larger of the parents'.
-func (c *Container) Merge(leftID, rightID string) (PartitionKeyRange, error) {
+// Merge replaces two adjacent live ranges, named in either order, by one
+// child with the next free id whose parents are both, in EPK order. Items
+// keep their _lsn; the child's LSN continues from the larger of the
+// parents' LSNs, so its session token carries that LSN; afterwards both
+// parent ids answer 410 with substatus 1002, as after a split. Reads of the
+// child restricted to a parent's EPK range (x-ms-read-key-type) return that
+// part only, which is how processors resume a parent's continuation.
+//
+// Merge works on any account; the service merges ranges only on accounts
+// with merge enabled (WithPartitionMerge).
+func (c *Container) Merge(rangeID, otherID string) (PartitionKeyRange, error) {
 	a := c.db.acct
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	l, r := c.liveRangeLocked(leftID), c.liveRangeLocked(rightID)
-	if l == nil || r == nil {
-		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: %w", leftID, rightID, c.id, ErrRangeNotFound)
+	fail := func(format string, args ...any) (PartitionKeyRange, error) {
+		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: "+format, append([]any{rangeID, otherID, c.id}, args...)...)
+	}
+	if rangeID == otherID {
+		return fail("a range cannot merge with itself")
+	}
+	l, r := c.liveRangeLocked(rangeID), c.liveRangeLocked(otherID)
+	switch {
+	case l == nil:
+		return fail("range %q: %w", rangeID, ErrRangeNotFound)
+	case r == nil:
+		return fail("range %q: %w", otherID, ErrRangeNotFound)
+	case r.max == l.min:
+		l, r = r, l
 	}
 	if l.max != r.min {
-		return PartitionKeyRange{}, fmt.Errorf("merge ranges %q and %q of %s: they are not adjacent (left ends at %q, right starts at %q)",
-			leftID, rightID, c.id, l.max, r.min)
+		return fail("they are not adjacent ([%q, %q) and [%q, %q))", l.min, l.max, r.min, r.max)
 	}
 	c.retireLocked(l)
 	c.retireLocked(r)

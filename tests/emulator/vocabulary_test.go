@@ -5,22 +5,22 @@ package emulator
 // scaler's own names for them are strings and a bool (azure.CosmosDBLease),
 // which the tests compare against.
 
-import "github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+import "github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 
 type (
-	leaseFormat    = lease.Format
-	changeFeedMode = lease.Mode
+	leaseFormat    = cosmostest.LeaseFormat
+	changeFeedMode = cosmostest.ChangeFeedMode
 )
 
 const (
-	dotNetV0        = lease.DotNetV0
-	dotNetV1        = lease.DotNetV1
-	javaV0          = lease.JavaV0
-	javaV1          = lease.JavaV1
-	dotNetV2Library = lease.DotNetV2Library
+	dotNetV0        = cosmostest.DotNetV0
+	dotNetV1        = cosmostest.DotNetV1
+	javaV0          = cosmostest.JavaV0
+	javaV1          = cosmostest.JavaV1
+	dotNetV2Library = cosmostest.DotNetV2Library
 
-	latestVersion         = lease.LatestVersion
-	allVersionsAndDeletes = lease.AllVersionsAndDeletes
+	latestVersion         = cosmostest.LatestVersion
+	allVersionsAndDeletes = cosmostest.AllVersionsAndDeletes
 )
 
 // leaseFormats is every format a LeaseWriter writes.

@@ -23,7 +23,6 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
@@ -198,7 +197,7 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 	// start: one per physical range, starting now.
 	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
 		Name: processorName, Database: database, Monitored: monitored, Leases: leases,
-		Format: string(lease.DotNetV0), StartFromNow: true})
+		Format: "dotnet-v0", StartFromNow: true})
 	if err != nil {
 		t.Fatal(err)
 	}

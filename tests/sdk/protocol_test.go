@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +15,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/changefeed"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/rest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
 // Headers that differ per request or per client and say nothing about the
@@ -55,7 +53,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	if err := orders.WriteItemsToRange(physical.ID, 20); err != nil {
 		t.Fatal(err)
 	}
-	proc := cosmostest.NewLeaseWriter("orders-proc", orders, leases, lease.DotNetV0)
+	proc := cosmostest.NewLeaseWriter("orders-proc", orders, leases, cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
@@ -84,28 +82,28 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	sdk := srv.Requests()
 	srv.ResetRequests()
 
-	// The scaler's own reads of the same positions.
-	dataAccount, leaseAccount, err := account.Resolve(account.Settings{Connection: account.Secret(srv.ConnectionString())}, account.CredentialOptions{})
+	// The scaler's own reads of the same positions: a probe processor's two
+	// leases (the physical range, and an EPK sub-range of it) read by the
+	// scaler's estimator, which also runs the lease query.
+	probe := "orders-probe" + srv.Account.Host() + "_" + db.RID() + "_" + orders.RID() + ".."
+	for _, doc := range []map[string]any{
+		{"id": probe + physical.ID, "version": 0, "LeaseToken": physical.ID, "ContinuationToken": etag},
+		{"id": probe + sub.min + "-" + sub.max, "version": 1, "LeaseToken": sub.min + "-" + sub.max, "ContinuationToken": etag,
+			"FeedRange": map[string]any{"Range": map[string]any{"min": sub.min, "max": sub.max}}},
+	} {
+		if _, err := leases.Upsert(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.ResetRequests()
+	data, leaseAccount, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(srv.ConnectionString())}, srv.Client(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := rest.ClientOptions{Transport: srv.Client()}
-	dataClient, leaseClient := rest.NewClient(dataAccount, opts), rest.NewClient(leaseAccount, opts)
-	ctx := context.Background()
-	reader := changefeed.NewReader(dataClient, "shop", "orders")
-	if _, err := reader.Lag(ctx, lease.Lease{Token: physical.ID, Continuation: etag}); err != nil {
-		t.Fatalf("scaler, physical range: %v", err)
-	}
-	if _, err := reader.Lag(ctx, lease.Lease{Token: sub.min + "-" + sub.max, EPK: true, Min: sub.min, Max: sub.max, Continuation: etag}); err != nil {
-		t.Fatalf("scaler, EPK sub-range: %v", err)
-	}
-	scope, err := lease.ReadScope(ctx, dataClient, "orders-proc", "shop", "orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lr := lease.Reader{Client: leaseClient, Database: "shop", Container: "leases"}
-	if err := lr.Read(ctx, scope, func(lease.Page) error { return nil }); err != nil {
-		t.Fatalf("scaler, lease query: %v", err)
+	estimator := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, srv.Client()), azure.NewCosmosDBClient(leaseAccount, srv.Client()),
+		azure.CosmosDBContainers{Database: "shop", Container: "orders", LeaseDatabase: "shop", LeaseContainer: "leases", Processor: "orders-probe"})
+	if estimate, err := estimator.Estimate(context.Background()); err != nil || len(estimate.Leases) != 2 {
+		t.Fatalf("scaler: %d leases, %v", len(estimate.Leases), err)
 	}
 	scaler := srv.Requests()
 

@@ -50,8 +50,8 @@ const (
 func TestJavaScriptSDK(t *testing.T) {
 	t.Parallel()
 	node, dir := jsSuite(t)
-	srv := startServer(t)
-	runSuite(t, "js", srv, exec.Command(node, filepath.Join(dir, "suite.mjs")), "NODE_EXTRA_CA_CERTS="+srv.caFile)
+	acc := startServers(t)
+	runSuite(t, "js", acc, exec.Command(node, filepath.Join(dir, "suite.mjs")), "NODE_EXTRA_CA_CERTS="+acc.caFile)
 }
 
 var (
@@ -102,9 +102,9 @@ func TestPythonSDK(t *testing.T) {
 	if err := exec.Command(pythonSDK, "-c", "import azure.cosmos.cosmos_client").Run(); err != nil {
 		t.Skip("python3-azure-cosmos is not installed (.ci/run installs it with apt-get)")
 	}
-	srv := startServer(t)
+	acc := startServers(t)
 	script, _ := filepath.Abs(filepath.Join("python", "suite.py"))
-	runSuite(t, "python", srv, exec.Command(pythonSDK, script), "COSMOS_CA_FILE="+srv.caFile)
+	runSuite(t, "python", acc, exec.Command(pythonSDK, script), "COSMOS_CA_FILE="+acc.caFile)
 }
 
 // caseResult is one line of a suite's output.
@@ -117,14 +117,15 @@ type caseResult struct {
 	SDK    string `json:"sdk"`
 }
 
-// runSuite runs one SDK's suite against srv and turns every case into a
-// subtest named after it.
-func runSuite(t *testing.T, sdk string, srv *server, cmd *exec.Cmd, env ...string) {
+// runSuite runs one SDK's suite against the accounts and turns every case
+// into a subtest named after it.
+func runSuite(t *testing.T, sdk string, acc accounts, cmd *exec.Cmd, env ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	cmd.Env = append(os.Environ(),
-		"COSMOS_ENDPOINT="+srv.endpoint, "COSMOS_KEY="+accountKey, "COSMOS_CONTROL="+srv.control,
+		"COSMOS_ENDPOINT="+acc.plain.endpoint, "COSMOS_KEY="+accountKey, "COSMOS_CONTROL="+acc.plain.control,
+		"COSMOS_MERGE_ENDPOINT="+acc.merge.endpoint, "COSMOS_MERGE_CONTROL="+acc.merge.control,
 		"SDK_CASES="+os.Getenv("SDK_CASES"), "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
 	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
@@ -184,31 +185,76 @@ type server struct {
 	endpoint, control, caFile string
 }
 
+// accounts are the two servers the suites use: a plain account, and one
+// with partition merge enabled (which refuses clients that do not declare
+// merge support, so the plain cases cannot run there). caFile holds the
+// certificate both serve.
+type accounts struct {
+	plain, merge *server
+	caFile       string
+}
+
 var (
-	serverOnce sync.Once
-	shared     *server
-	serverErr  error
-	stopServer = func() {}
+	serversOnce sync.Once
+	shared      accounts
+	serversErr  error
+	stopMu      sync.Mutex
+	stops       []func()
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopServer()
+	stopMu.Lock()
+	for _, stop := range stops {
+		stop()
+	}
+	stopMu.Unlock()
 	os.Exit(code)
 }
 
-// startServer starts `go run ./cmd/cosmoslag serve` once (go run caches the
-// built command, so a warm start is a few seconds) on free loopback ports.
-func startServer(t *testing.T) *server {
+// startServers starts both accounts once (go run caches the built command,
+// so a warm start is a few seconds) on free loopback ports.
+func startServers(t *testing.T) accounts {
 	t.Helper()
-	serverOnce.Do(func() { shared, serverErr = launch() })
-	if serverErr != nil {
-		t.Fatal(serverErr)
+	serversOnce.Do(func() { shared, serversErr = launchAccounts() })
+	if serversErr != nil {
+		t.Fatal(serversErr)
 	}
 	return shared
 }
 
-func launch() (*server, error) {
+func launchAccounts() (accounts, error) {
+	dir, err := os.MkdirTemp("", "cosmoslag-sdk-")
+	if err != nil {
+		return accounts{}, err
+	}
+	addStop(func() { _ = os.RemoveAll(dir) })
+	// Both serve one certificate: the first writes it to the files, the
+	// second reads them. (Two self-signed certificates with the same
+	// subject in one trust file make TLS clients pick the wrong one.)
+	caFile := filepath.Join(dir, "ca.pem")
+	identity := []string{"--cert-file", filepath.Join(dir, "cert.pem"), "--key-file", filepath.Join(dir, "key.pem")}
+	plain, err := launch(caFile, identity...)
+	if err != nil {
+		return accounts{}, err
+	}
+	merge, err := launch(filepath.Join(dir, "merge-ca.pem"), append(identity, "--enable-partition-merge")...)
+	if err != nil {
+		return accounts{}, err
+	}
+	return accounts{plain: plain, merge: merge, caFile: caFile}, nil
+}
+
+// addStop registers what TestMain runs at the end, last first.
+func addStop(stop func()) {
+	stopMu.Lock()
+	defer stopMu.Unlock()
+	stops = append([]func(){stop}, stops...)
+}
+
+// launch starts `go run ./cmd/cosmoslag serve` with extra flags, writing
+// its certificate to caFile.
+func launch(caFile string, extra ...string) (*server, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return nil, fmt.Errorf("the go command is needed to run cosmoslag serve: %w", err)
@@ -217,13 +263,9 @@ func launch() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "cosmoslag-sdk-")
-	if err != nil {
-		return nil, err
-	}
-	caFile := filepath.Join(dir, "ca.pem")
-	cmd := exec.Command(goTool, "run", "./cmd/cosmoslag", "serve",
-		"--addr", "127.0.0.1:0", "--control-addr", "127.0.0.1:0", "--ca-file", caFile)
+	args := append([]string{"run", "./cmd/cosmoslag", "serve",
+		"--addr", "127.0.0.1:0", "--control-addr", "127.0.0.1:0", "--ca-file", caFile}, extra...)
+	cmd := exec.Command(goTool, args...)
 	cmd.Dir = root
 	// Its own process group, so that stopping it also stops the command
 	// that go run started.
@@ -238,7 +280,7 @@ func launch() (*server, error) {
 		return nil, err
 	}
 	exited := make(chan struct{})
-	stopServer = func() {
+	stopServer := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -246,8 +288,8 @@ func launch() (*server, error) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		_ = os.RemoveAll(dir)
 	}
+	addStop(stopServer)
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(stdout)

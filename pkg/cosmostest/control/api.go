@@ -1,8 +1,8 @@
 // Package control is the control API of a standalone cosmostest server
 // (cosmoslag serve): what only the service itself does, over plain HTTP and
-// JSON — creating databases and containers, splitting partitions, writing a
-// processor's first leases, finding a partition key value for a chosen
-// physical partition. It holds the one definition of the contract: the
+// JSON — creating databases and containers, splitting and merging
+// partitions, writing a processor's first leases, finding a partition key
+// value for a chosen physical partition. It holds the one definition of the contract: the
 // routes and wire types below, the Handler that serves them and the Client
 // that calls them. The routes and JSON fields are a public interface
 // (README, scripts): change them only compatibly.
@@ -15,6 +15,7 @@ const (
 	RouteProcessors   = "/control/processors"                               // POST CreateLeasesRequest -> Leases
 	RoutePartitionKey = "/control/partition-key"                            // GET ?database=&container=&range= -> PartitionKey
 	RouteSplit        = "/control/split"                                    // POST SplitRequest -> Split
+	RouteMerge        = "/control/merge"                                    // POST MergeRequest -> Range
 	RouteHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
 )
 
@@ -52,8 +53,9 @@ type Range struct {
 // the monitored container, and its .info and .lock documents, as a
 // processor does when it first starts. Format is a lease format as
 // cosmoslag prints it (dotnet-v0, dotnet-v1, java-v0, java-v1,
-// dotnet-v2-library) or by its older name (DotNetV0, DotNetV1EPK, JavaV0,
-// JavaV1EPK, DotNetV2Library), case-insensitive; default DotNetV0.
+// dotnet-v2-library) or by the control API's own name (DotNetV0,
+// DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library), case-insensitive;
+// default DotNetV0.
 // StartFromNow checkpoints at the current LSNs; otherwise the lag is every
 // item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
 // host.
@@ -72,8 +74,9 @@ type CreateLeasesRequest struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// Leases is the answer to CreateLeasesRequest. Format is the older name
-// (DotNetV0, …), as the API has always answered.
+// Leases is the answer to CreateLeasesRequest. Format is the control API's
+// own name of the format (DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK,
+// DotNetV2Library).
 type Leases struct {
 	Prefix string  `json:"prefix"`
 	Format string  `json:"format"`
@@ -103,6 +106,16 @@ type SplitRequest struct {
 type Split struct {
 	Left  Range `json:"left"`
 	Right Range `json:"right"`
+}
+
+// MergeRequest merges two adjacent live ranges, named in either order, into
+// one. The account must have partition merge enabled (cosmoslag serve
+// --enable-partition-merge), as the service merges only on such accounts;
+// the answer is the new range, whose parents are the two.
+type MergeRequest struct {
+	Database  string   `json:"database"`
+	Container string   `json:"container"`
+	Ranges    []string `json:"ranges"`
 }
 
 // ErrorBody is the body of every answer other than success.

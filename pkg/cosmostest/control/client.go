@@ -70,6 +70,13 @@ func (c *Client) Split(ctx context.Context, database, container, rangeID string)
 	return out, c.call(ctx, http.MethodPost, RouteSplit, SplitRequest{Database: database, Container: container, Range: rangeID}, &out)
 }
 
+// Merge merges two adjacent live ranges into one and returns it.
+func (c *Client) Merge(ctx context.Context, database, container, rangeID, otherID string) (Range, error) {
+	var out Range
+	req := MergeRequest{Database: database, Container: container, Ranges: []string{rangeID, otherID}}
+	return out, c.call(ctx, http.MethodPost, RouteMerge, req, &out)
+}
+
 // Healthy reports nil once the control API answers its health check.
 func (c *Client) Healthy(ctx context.Context) error {
 	return c.call(ctx, http.MethodGet, RouteHealthz, nil, nil)

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
 )
 
 // Handler serves the control API for one account.
@@ -34,6 +33,7 @@ func NewHandler(acct *cosmostest.Account, log io.Writer) *Handler {
 	h.mux.HandleFunc("POST "+RouteProcessors, jsonHandler(h.createLeases))
 	h.mux.HandleFunc("GET "+RoutePartitionKey, jsonHandler(h.partitionKey))
 	h.mux.HandleFunc("POST "+RouteSplit, jsonHandler(h.split))
+	h.mux.HandleFunc("POST "+RouteMerge, jsonHandler(h.merge))
 	h.mux.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -74,7 +74,7 @@ func toContainer(c *cosmostest.Container) Container {
 func (h *Handler) container(db, id string) (*cosmostest.Container, error) {
 	c, ok := h.acct.Container(db, id)
 	if !ok {
-		return nil, notFound("container %s/%s does not exist", account.Excerpt(db), account.Excerpt(id))
+		return nil, notFound("container %s/%s does not exist", excerpt.Of(db), excerpt.Of(id))
 	}
 	return c, nil
 }
@@ -92,7 +92,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	case pk == "":
 		return 0, nil, badRequest(`partitionKeyPath is required, e.g. "/pk"`)
 	case !strings.HasPrefix(pk, "/") || strings.HasSuffix(pk, "/") || strings.Contains(pk, "//"):
-		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, account.Excerpt(pk))
+		return 0, nil, badRequest(`partitionKeyPath must be a path such as "/pk" or "/a/b", got %q`, excerpt.Of(pk))
 	}
 	ranges := 1
 	if req.Ranges != nil {
@@ -106,7 +106,7 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	defer h.createMu.Unlock()
 	if c, ok := h.acct.Container(req.Database, req.ID); ok {
 		if c.PartitionKeyPath() != pk {
-			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), account.Excerpt(pk))
+			return 0, nil, conflict("container %s/%s exists with partitionKeyPath %q, not %q", req.Database, req.ID, c.PartitionKeyPath(), excerpt.Of(pk))
 		}
 		return http.StatusOK, toContainer(c), nil
 	}
@@ -193,7 +193,7 @@ func (h *Handler) partitionKey(r *http.Request) (int, any, error) {
 	}
 	pk, err := c.PartitionKeyForRange(q.Get("range"))
 	if err != nil {
-		return 0, nil, rangeError(err, q.Get("range"), c)
+		return 0, nil, rangeError(err, c, q.Get("range"))
 	}
 	return http.StatusOK, PartitionKey{pk}, nil
 }
@@ -214,21 +214,57 @@ func (h *Handler) split(r *http.Request) (int, any, error) {
 	}
 	left, right, err := c.Split(req.Range)
 	if err != nil {
-		return 0, nil, rangeError(err, req.Range, c)
+		return 0, nil, rangeError(err, c, req.Range)
 	}
 	return http.StatusOK, Split{toRange(left), toRange(right)}, nil
 }
 
-// rangeError maps an error about a range: not live is 404 (listing the
-// live ones), anything else 409.
-func rangeError(err error, rangeID string, c *cosmostest.Container) error {
+func (h *Handler) merge(r *http.Request) (int, any, error) {
+	var req MergeRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	for _, f := range []struct{ name, v string }{{"database", req.Database}, {"container", req.Container}} {
+		if f.v == "" {
+			return 0, nil, badRequest("%s is required", f.name)
+		}
+	}
+	if len(req.Ranges) != 2 || req.Ranges[0] == "" || req.Ranges[1] == "" {
+		return 0, nil, badRequest(`ranges must name two ranges, e.g. ["0", "1"], got %d`, len(req.Ranges))
+	}
+	if !h.acct.PartitionMergeEnabled() {
+		return 0, nil, conflict("partition merge is not enabled on this account, and the service merges only on accounts that have it (cosmoslag serve --enable-partition-merge)")
+	}
+	c, err := h.container(req.Database, req.Container)
+	if err != nil {
+		return 0, nil, err
+	}
+	merged, err := c.Merge(req.Ranges[0], req.Ranges[1])
+	if err != nil {
+		return 0, nil, rangeError(err, c, req.Ranges...)
+	}
+	return http.StatusOK, toRange(merged), nil
+}
+
+// rangeError maps an error about ranges: one that is not live is 404
+// (naming the first such and listing the live ones), anything else 409.
+func rangeError(err error, c *cosmostest.Container, rangeIDs ...string) error {
 	if errors.Is(err, cosmostest.ErrRangeNotFound) {
 		live := make([]string, 0)
+		isLive := map[string]bool{}
 		for _, r := range c.Ranges() {
 			live = append(live, r.ID)
+			isLive[r.ID] = true
+		}
+		missing := rangeIDs[0]
+		for _, id := range rangeIDs {
+			if !isLive[id] {
+				missing = id
+				break
+			}
 		}
 		return notFound("range %q of %s/%s is not a live partition key range (live: %s)",
-			account.Excerpt(rangeID), c.Database().ID(), c.ID(), strings.Join(live, ", "))
+			excerpt.Of(missing), c.Database().ID(), c.ID(), strings.Join(live, ", "))
 	}
 	return conflict("%v", err)
 }
@@ -253,22 +289,22 @@ func checkResourceIDs(fieldsAndValues ...string) error {
 	return nil
 }
 
-// formatNames pairs each lease format with the name the control API has
-// always used for it; both are accepted.
+// formatNames pairs each lease format with its name in the control API's
+// answers (Leases.Format); requests may name a format either way.
 var formatNames = []struct {
-	format lease.Format
+	format cosmostest.LeaseFormat
 	name   string
 }{
-	{lease.DotNetV0, "DotNetV0"},
-	{lease.DotNetV1, "DotNetV1EPK"},
-	{lease.JavaV0, "JavaV0"},
-	{lease.JavaV1, "JavaV1EPK"},
-	{lease.DotNetV2Library, "DotNetV2Library"},
+	{cosmostest.DotNetV0, "DotNetV0"},
+	{cosmostest.DotNetV1, "DotNetV1EPK"},
+	{cosmostest.JavaV0, "JavaV0"},
+	{cosmostest.JavaV1, "JavaV1EPK"},
+	{cosmostest.DotNetV2Library, "DotNetV2Library"},
 }
 
-func parseFormat(s string) (lease.Format, error) {
+func parseFormat(s string) (cosmostest.LeaseFormat, error) {
 	if s == "" {
-		return lease.DotNetV0, nil
+		return cosmostest.DotNetV0, nil
 	}
 	names := make([]string, len(formatNames))
 	formats := make([]string, len(formatNames))
@@ -278,22 +314,22 @@ func parseFormat(s string) (lease.Format, error) {
 		}
 		names[i], formats[i] = f.name, string(f.format)
 	}
-	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), account.Excerpt(s))
+	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), excerpt.Of(s))
 }
 
-func parseMode(s string, f lease.Format) (lease.Mode, error) {
+func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, error) {
 	switch {
-	case s == "" || strings.EqualFold(s, lease.LatestVersion.String()):
-		return lease.LatestVersion, nil
-	case !strings.EqualFold(s, lease.AllVersionsAndDeletes.String()):
-		return 0, badRequest("mode must be %s or %s, got %q", lease.LatestVersion, lease.AllVersionsAndDeletes, s)
-	case f == lease.JavaV0 || f == lease.DotNetV2Library:
-		return 0, badRequest("%s leases have no %s mode", formatName(f), lease.AllVersionsAndDeletes)
+	case s == "" || strings.EqualFold(s, cosmostest.LatestVersion.String()):
+		return cosmostest.LatestVersion, nil
+	case !strings.EqualFold(s, cosmostest.AllVersionsAndDeletes.String()):
+		return 0, badRequest("mode must be %s or %s, got %q", cosmostest.LatestVersion, cosmostest.AllVersionsAndDeletes, s)
+	case !f.HasAllVersionsAndDeletes():
+		return 0, badRequest("%s leases have no %s mode", formatName(f), cosmostest.AllVersionsAndDeletes)
 	}
-	return lease.AllVersionsAndDeletes, nil
+	return cosmostest.AllVersionsAndDeletes, nil
 }
 
-func formatName(f lease.Format) string {
+func formatName(f cosmostest.LeaseFormat) string {
 	for _, n := range formatNames {
 		if n.format == f {
 			return n.name

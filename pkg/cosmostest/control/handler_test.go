@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,14 +11,13 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/lease"
 )
 
 // newControl serves the control API of a fresh account and returns a client
 // for it and the account.
-func newControl(t *testing.T) (*control.Client, *cosmostest.Server) {
+func newControl(t *testing.T, opts ...cosmostest.Option) (*control.Client, *cosmostest.Server) {
 	t.Helper()
-	srv, err := cosmostest.New()
+	srv, err := cosmostest.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,22 +41,22 @@ func setUp(t *testing.T, c *control.Client, ranges int) {
 	}
 }
 
-// The control API accepts the lease format names cosmoslag prints (those of
-// package lease) and the names it has always accepted, and answers with the
-// latter.
+// The control API accepts the lease format names cosmoslag prints (the
+// cosmostest.LeaseFormat values) and its own names (DotNetV1EPK, …), and
+// answers with its own.
 func TestLeasesAcceptBothFormatVocabularies(t *testing.T) {
 	for _, tc := range []struct {
 		format, answered string
 		epk              bool
 	}{
 		{"", "DotNetV0", false},
-		{string(lease.DotNetV0), "DotNetV0", false},
+		{string(cosmostest.DotNetV0), "DotNetV0", false},
 		{"DotNetV1EPK", "DotNetV1EPK", true},
-		{string(lease.DotNetV1), "DotNetV1EPK", true},
+		{string(cosmostest.DotNetV1), "DotNetV1EPK", true},
 		{"JAVA-V0", "JavaV0", false},
 		{"javav1epk", "JavaV1EPK", true},
-		{string(lease.JavaV1), "JavaV1EPK", true},
-		{string(lease.DotNetV2Library), "DotNetV2Library", false},
+		{string(cosmostest.JavaV1), "JavaV1EPK", true},
+		{string(cosmostest.DotNetV2Library), "DotNetV2Library", false},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			c, srv := newControl(t)
@@ -125,9 +123,9 @@ func TestLeasesCarryTheProcessorsMode(t *testing.T) {
 	}
 	leases, _ := srv.Container("db", "leases")
 	doc, _ := leases.Get(got.Leases[0].ID)
-	raw, _ := json.Marshal(doc)
-	if l, err := lease.Decode(raw); err != nil || l.Mode != lease.AllVersionsAndDeletes {
-		t.Fatalf("lease %s decodes to %+v, %v; want an all-versions-and-deletes lease", raw, l, err)
+	// The .NET v3 SDK records the mode as the A-IM value it reads with.
+	if doc["Mode"] != "Full-Fidelity Feed" {
+		t.Fatalf("lease %v records mode %v, want \"Full-Fidelity Feed\"", doc["id"], doc["Mode"])
 	}
 	for _, req := range []control.CreateLeasesRequest{
 		{Name: "a", Database: "db", Monitored: "items", Leases: "leases", Format: "java-v0", Mode: "AllVersionsAndDeletes"},
@@ -137,5 +135,49 @@ func TestLeasesCarryTheProcessorsMode(t *testing.T) {
 		if _, err := c.CreateLeases(ctx, req); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "mode") {
 			t.Errorf("%+v: %v, want 400 naming the mode", req, err)
 		}
+	}
+}
+
+// Merges: two live adjacent ranges, in either order, on an account with
+// partition merge enabled; the answer is the new range.
+func TestControlMergesOnMergeEnabledAccounts(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newControl(t, cosmostest.WithPartitionMerge())
+	setUp(t, c, 3)
+	merged, err := c.Merge(ctx, "db", "items", "1", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.ID != "3" || strings.Join(merged.Parents, ",") != "0,1" || merged.MinInclusive != "" {
+		t.Errorf("merged %+v, want range 3 from the start of the key space with parents 0, 1", merged)
+	}
+	got, err := c.Container(ctx, "db", "items")
+	if err != nil || len(got.Ranges) != 2 || got.Ranges[0].ID != "3" {
+		t.Errorf("ranges after the merge %+v, %v", got.Ranges, err)
+	}
+	var apiErr *control.Error
+	for _, tc := range []struct {
+		a, b   string
+		status int
+		want   string
+	}{
+		{"0", "2", http.StatusNotFound, `range "0" of db/items is not a live partition key range (live: 3, 2)`},
+		{"2", "9", http.StatusNotFound, `range "9"`},
+		{"2", "2", http.StatusConflict, "cannot merge with itself"},
+		{"", "2", http.StatusBadRequest, "ranges must name two ranges"},
+	} {
+		if _, err := c.Merge(ctx, "db", "items", tc.a, tc.b); !errors.As(err, &apiErr) || apiErr.Status != tc.status || !strings.Contains(apiErr.Message, tc.want) {
+			t.Errorf("merge %q %q: %v, want %d with %q", tc.a, tc.b, err, tc.status, tc.want)
+		}
+	}
+	if _, err := c.Merge(ctx, "db", "nope", "0", "1"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("merge in a missing container: %v", err)
+	}
+
+	plain, _ := newControl(t)
+	setUp(t, plain, 2)
+	if _, err := plain.Merge(ctx, "db", "items", "0", "1"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict ||
+		!strings.Contains(apiErr.Message, "--enable-partition-merge") {
+		t.Errorf("merge on an account without partition merge: %v, want 409 naming --enable-partition-merge", err)
 	}
 }

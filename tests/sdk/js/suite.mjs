@@ -2,8 +2,10 @@
 // JavaScript SDK (@azure/cosmos, pinned in package-lock.json) the way
 // applications use it. tests/sdk/sdk_test.go runs this file with
 //   COSMOS_ENDPOINT, COSMOS_KEY, COSMOS_CONTROL (the control API's URL),
-//   NODE_EXTRA_CA_CERTS (the endpoint's certificate), SDK_CASES (optional
-//   regular expression selecting cases by name)
+//   COSMOS_MERGE_ENDPOINT, COSMOS_MERGE_CONTROL (a second account, served
+//   with --enable-partition-merge), NODE_EXTRA_CA_CERTS (the endpoints'
+//   certificates), SDK_CASES (optional regular expression selecting cases
+//   by name)
 // and reads one JSON line per case from stdout:
 //   {"case": name, "ok": bool, "detail": "...", "limit": "..."}
 // "limit" names a behaviour of the SDK itself that the case asserts instead
@@ -17,6 +19,8 @@ import assert from "node:assert/strict";
 const endpoint = process.env.COSMOS_ENDPOINT;
 const key = process.env.COSMOS_KEY;
 const controlURL = process.env.COSMOS_CONTROL;
+const mergeEndpoint = process.env.COSMOS_MERGE_ENDPOINT;
+const mergeControlURL = process.env.COSMOS_MERGE_CONTROL;
 const only = process.env.SDK_CASES ? new RegExp(process.env.SDK_CASES) : null;
 
 // Every request the SDK sends, as the "request" plugin sees it (method,
@@ -39,12 +43,19 @@ const newClient = (options = {}) =>
     ...options,
   });
 const client = newClient();
+// The account with partition merge enabled: it admits only clients that
+// declare the PartitionMerge capability, which this SDK does (>= 4.3).
+const mergeClient = newClient({ endpoint: mergeEndpoint });
+
+// An account: its SDK client and its control API.
+const plain = { client, control: controlURL };
+const merging = { client: mergeClient, control: mergeControlURL };
 
 let seq = 0;
 const unique = (prefix) => `${prefix}-${process.pid}-${++seq}`;
 
-async function control(method, path, body) {
-  const res = await fetch(controlURL + path, {
+async function control(method, path, body, acct = plain) {
+  const res = await fetch(acct.control + path, {
     method,
     headers: { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -55,25 +66,43 @@ async function control(method, path, body) {
 }
 
 // A container with `ranges` physical partitions, made through the control
-// API (which the creation cases do not rely on).
-async function newContainer(ranges = 1, pkPath = "/pk") {
+// API (which the creation cases do not rely on), in the account `acct`.
+async function newContainer(ranges = 1, pkPath = "/pk", acct = plain) {
   const dbID = unique("jsdb");
   const id = unique("coll");
-  const info = await control("POST", "/control/containers", { database: dbID, id, partitionKeyPath: pkPath, ranges });
-  return { container: client.database(dbID).container(id), dbID, id, info };
+  const info = await control("POST", "/control/containers", { database: dbID, id, partitionKeyPath: pkPath, ranges }, acct);
+  return { container: acct.client.database(dbID).container(id), dbID, id, info, acct };
 }
 
 // A partition key value whose items land in the given live range.
-async function pkInRange(dbID, id, rangeID) {
+async function pkInRange(dbID, id, rangeID, acct = plain) {
   const q = new URLSearchParams({ database: dbID, container: id, range: rangeID });
-  return (await control("GET", `/control/partition-key?${q}`)).partitionKey;
+  return (await control("GET", `/control/partition-key?${q}`, undefined, acct)).partitionKey;
 }
 
 // One partition key value per physical range, so that cross-partition
 // cases really span ranges.
 async function pkPerRange(c) {
   const out = [];
-  for (const r of c.info.ranges) out.push(await pkInRange(c.dbID, c.id, r.id));
+  for (const r of c.info.ranges) out.push(await pkInRange(c.dbID, c.id, r.id, c.acct));
+  return out;
+}
+
+// Merges the container's two ranges through the control API; returns the
+// new range.
+const mergeRanges = (c) =>
+  control("POST", "/control/merge", { database: c.dbID, container: c.id, ranges: c.info.ranges.map((r) => r.id) }, c.acct);
+
+// Writes n items into each range's part of the key space; returns their ids.
+async function writePerRange(c, pks, prefix, n) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    for (const [r, pk] of pks.entries()) {
+      const id = `${prefix}-${r}-${i}`;
+      await c.container.items.create({ id, pk });
+      out.push(id);
+    }
+  }
   return out;
 }
 
@@ -497,6 +526,76 @@ const cases = [
     },
   ],
   [
+    "merge/changefeed-to-the-end-across-a-merge",
+    async () => {
+      const c = await newContainer(2, "/pk", merging);
+      const pks = await pkPerRange(c);
+      const wrote = await writePerRange(c, pks, "before", 3);
+      const it = c.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(), maxItemCount: 2 });
+      // Two pages: part of each range, so the iterator holds a position in both.
+      const seen = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await it.readNext();
+        assert.equal(res.statusCode, StatusCodes.Ok, `page ${i} before the merge`);
+        seen.push(...res.result);
+      }
+      assert.ok(seen.length < wrote.length, "the first pages read everything; nothing is left to read across the merge");
+      const merged = await mergeRanges(c);
+      assert.deepEqual(merged.parents, c.info.ranges.map((r) => r.id));
+      wrote.push(...(await writePerRange(c, pks, "after", 2)));
+      const mark = sent.length;
+      const { items } = await drain(it);
+      seen.push(...items);
+      assert.deepEqual(ids(seen), [...wrote].sort(), "every item once, across the merge");
+      // The SDK resumed each old range's position on the merged range with
+      // an EPK-restricted read over the old range's bounds.
+      const epkReads = sent
+        .slice(mark)
+        .filter((r) => r.method === "GET" && r.path.endsWith("/docs") && r.headers["x-ms-documentdb-partitionkeyrangeid"] === merged.id)
+        .map((r) => `${r.headers["x-ms-read-key-type"]} [${r.headers["x-ms-start-epk"]}, ${r.headers["x-ms-end-epk"]})`);
+      for (const r of c.info.ranges) {
+        const want = `EffectivePartitionKeyRange [${r.minInclusive}, ${r.maxExclusive})`;
+        assert.ok(epkReads.includes(want), `no read of ${want} on range ${merged.id}: ${epkReads.join("; ")}`);
+      }
+    },
+  ],
+  [
+    "merge/changefeed-resume-continuation-across-a-merge",
+    async () => {
+      const c = await newContainer(2, "/pk", merging);
+      const pks = await pkPerRange(c);
+      await writePerRange(c, pks, "old", 2);
+      const first = await drain(c.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }));
+      assert.equal(first.items.length, 4);
+      await mergeRanges(c);
+      const after = await writePerRange(c, pks, "new", 2);
+      const resumed = await drain(
+        c.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(first.continuationToken) }),
+      );
+      assert.deepEqual(ids(resumed.items), [...after].sort(), "only the items written after the saved continuation");
+    },
+  ],
+  [
+    "merge/items-on-a-merge-enabled-account",
+    async () => {
+      const mark = sent.length;
+      const dbID = unique("jsmerge");
+      const { database } = await mergeClient.databases.create({ id: dbID });
+      const { container } = await database.containers.create({ id: "orders", partitionKey: { paths: ["/tenant"] } });
+      const created = await container.items.create({ id: "o1", tenant: "t1", total: 3 });
+      assert.equal(created.statusCode, 201);
+      const { resource } = await container.item("o1", "t1").read();
+      assert.equal(resource.total, 3);
+      const { resources } = await container.items.query("SELECT * FROM c WHERE c.total > 1").fetchAll();
+      assert.deepEqual(ids(resources), ["o1"]);
+      const requests = sent.slice(mark);
+      assert.ok(requests.length >= 5, `only ${requests.length} requests seen`);
+      for (const r of requests) {
+        assert.equal(String(r.headers["x-ms-cosmos-sdk-supportedcapabilities"]), "1", `${r.method} ${r.path} did not declare PartitionMerge`);
+      }
+    },
+  ],
+  [
     "session/token-round-trip",
     async () => {
       // The SDK sends session tokens back when the application asks for
@@ -543,3 +642,4 @@ for (const [name, run] of cases) {
 }
 console.log(JSON.stringify({ done: true }));
 client.dispose();
+mergeClient.dispose();

@@ -2,8 +2,9 @@
 python3-azure-cosmos (the 3.x SDK, run with /usr/bin/python3) the way
 applications use it. tests/sdk/sdk_test.go runs this file with
   COSMOS_ENDPOINT, COSMOS_KEY, COSMOS_CONTROL (the control API's URL),
-  COSMOS_CA_FILE (the endpoint's certificate), SDK_CASES (optional regular
-  expression selecting cases by name)
+  COSMOS_MERGE_ENDPOINT (a second account, served with
+  --enable-partition-merge), COSMOS_CA_FILE (the endpoints' certificates),
+  SDK_CASES (optional regular expression selecting cases by name)
 and reads one JSON line per case from stdout:
   {"case": name, "ok": bool, "detail": "...", "limit": "..."}
 A case returns a string to say it asserted the SDK's own behaviour rather
@@ -26,6 +27,7 @@ import azure.cosmos.http_constants as http_constants
 ENDPOINT = os.environ["COSMOS_ENDPOINT"]
 KEY = os.environ["COSMOS_KEY"]
 CONTROL = os.environ["COSMOS_CONTROL"]
+MERGE_ENDPOINT = os.environ["COSMOS_MERGE_ENDPOINT"]
 ONLY = re.compile(os.environ["SDK_CASES"]) if os.environ.get("SDK_CASES") else None
 
 
@@ -40,24 +42,27 @@ def connection_policy():
     return policy
 
 
-def new_client(key=KEY):
-    return cosmos_client.CosmosClient(ENDPOINT, {"masterKey": key}, connection_policy())
+def new_client(key=KEY, endpoint=ENDPOINT):
+    return recording(cosmos_client.CosmosClient(endpoint, {"masterKey": key}, connection_policy()))
+
+
+# Every request the clients send (method, URL, headers), recorded below the
+# SDK at its requests.Session, so that cases can assert what went on the wire.
+SENT = []
+
+
+def recording(c):
+    send = c._requests_session.request
+
+    def _recording_request(method, url, **kwargs):
+        SENT.append({"method": method, "url": url, "headers": dict(kwargs.get("headers") or {})})
+        return send(method, url, **kwargs)
+
+    c._requests_session.request = _recording_request
+    return c
 
 
 client = new_client()
-
-# Every request the SDK sends (method, URL, headers), recorded below the
-# SDK at its requests.Session, so that cases can assert what went on the wire.
-SENT = []
-_request = client._requests_session.request
-
-
-def _recording_request(method, url, **kwargs):
-    SENT.append({"method": method, "url": url, "headers": dict(kwargs.get("headers") or {})})
-    return _request(method, url, **kwargs)
-
-
-client._requests_session.request = _recording_request
 
 _seq = [0]
 
@@ -435,6 +440,26 @@ def wrong_key_is_401():
     check(wrong not in text and KEY not in text, "the error echoes a key")
 
 
+def refused_on_merge_enabled_account():
+    # The constructor's account read is refused too; 3.1.1 swallows that
+    # (it falls back to the configured endpoint) and the first operation raises.
+    merge_client = new_client(endpoint=MERGE_ENDPOINT)
+    mark = len(SENT)
+    e = expect_status(lambda: list(merge_client.ReadDatabases()), 400, "listing databases on a merge-enabled account")
+    check("x-ms-cosmos-sdk-supportedcapabilities" in str(e), "the 400 does not name the capability header: %s" % e)
+    expect_status(lambda: merge_client.CreateDatabase({"id": unique("pymerge")}), 400,
+                  "creating a database on a merge-enabled account")
+    sent = SENT[mark:]
+    check(sent, "no request was seen")
+    for r in sent:
+        check("x-ms-cosmos-sdk-supportedcapabilities" not in {k.lower() for k in r["headers"]},
+              "3.1.1 now declares capabilities: %s" % r["headers"])
+    return ("3.1.1 declares no capabilities (it sends no x-ms-cosmos-sdk-supportedcapabilities), so an account "
+            "with partition merge enabled refuses it, as Microsoft's 'Merge partitions' page says of SDKs "
+            "without merge support; asserted the 400 naming the header for its operations and that none of its "
+            "requests carried the header")
+
+
 CASES = [
     ("account/discovery", account_discovery),
     ("resources/create-read-database-and-container", create_read_database_and_container),
@@ -473,6 +498,7 @@ CASES = [
     ("changefeed/from-now", changefeed_from_now),
     ("changefeed/resume-from-continuation", changefeed_resume),
     ("changefeed/split-with-saved-continuation", changefeed_split),
+    ("merge/refused-on-a-merge-enabled-account", refused_on_merge_enabled_account),
     ("session/token-round-trip", session_round_trip),
     ("auth/wrong-key-is-401-without-the-key", wrong_key_is_401),
 ]
