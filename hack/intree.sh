@@ -275,8 +275,15 @@ run() {
 list_errors() { # DIR TAGS PKG...
 	local dir=$1 tags=$2
 	shift 2
+	local err status
+	err=$(mktemp)
 	(cd "$dir" && GOFLAGS=-mod=readonly go list -e -deps -test -tags "$tags" \
-		-f '{{with .Error}}{{$.ImportPath}}: {{.Err}}{{end}}' "$@") 2>&1 | grep -v '^$'
+		-f '{{with .Error}}{{$.ImportPath}}: {{.Err}}{{end}}' "$@") 2>"$err" | grep -v '^$'
+	status=${PIPESTATUS[0]}
+	# Downloads are progress, not errors; anything else on stderr is one when go list fails.
+	[ "$status" -eq 0 ] || grep -v '^go: downloading ' "$err"
+	rm -f "$err"
+	return 0
 }
 check_modules() { # LOGNAME TAGS PKG...
 	local log=$logdir/modules-$1.log
@@ -310,14 +317,14 @@ author_identity() {
 	author_name=${INTREE_AUTHOR_NAME:-$(cd "$repo" && git config user.name)}
 	author_email=${INTREE_AUTHOR_EMAIL:-$(cd "$repo" && git config user.email)}
 	[ -n "$author_name" ] || fail "no author name: set INTREE_AUTHOR_NAME or git config user.name"
-	case "$author_email" in
-	*@*.*) ;;
-	*) fail "author address '$author_email' is not an e-mail address: set INTREE_AUTHOR_EMAIL or git config user.email" ;;
-	esac
 	case "$(echo "${author_email##*@}" | tr 'A-Z' 'a-z')" in
 	localhost | localhost.* | *.localhost | *.localdomain)
 		fail "author address '$author_email' is at localhost: KEDA's DCO check needs a real address (INTREE_AUTHOR_EMAIL)"
 		;;
+	esac
+	case "$author_email" in
+	?*@?*.?*) ;;
+	*) fail "author address '$author_email' is not an e-mail address: set INTREE_AUTHOR_EMAIL or git config user.email" ;;
 	esac
 }
 
@@ -336,8 +343,10 @@ echo "    $keda_src"
 done_step
 
 if [ "$mode" = patch ]; then
+	step "author of the series"
 	author_identity
-	echo "    author and Signed-off-by: $author_name <$author_email>"
+	echo "    author, committer and Signed-off-by: $author_name <$author_email>"
+	done_step
 fi
 
 # fresh_copy DIR: DIR becomes a git repository holding KEDA's release as its
@@ -694,7 +703,7 @@ else
 		mkdir -p "$patch_dir" && touch "$patch_dir/.intree-pr" || fail "mkdir $patch_dir"
 		(cd "$scratch" && git format-patch -q -o "$patch_dir" "$base..HEAD") >"$logdir/format-patch.log" 2>&1 ||
 			fail "git format-patch (log: $logdir/format-patch.log)"
-		ls "$patch_dir"/*.patch | sed 's/^/    /'
+		ls "$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch | sed 's/^/    /'
 	fi
 	if [ -n "$patch_file" ]; then
 		mkdir -p "$(dirname "$patch_file")"
@@ -757,14 +766,14 @@ else
 		(cd "$docs_git" && git add "$docs_page" &&
 			GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
 				git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" commit -q -s -F - <<EOF
-Azure Cosmos DB Scaler: lease formats, all versions and deletes, upgrade notes
+Azure Cosmos DB Scaler: document lease formats, all versions and deletes, upgrading from v2.21.0
 
-The page of the azure-cosmosdb scaler as kedacore/keda's pull request
-"$(head -n 1 "$msg1" | sed 's/^Azure Cosmos DB Scaler: //')" changes it: which
-leases count (.NET, Java, EPK-range and .NET v2 library leases), how the lag is
-computed for latest-version and all-versions-and-deletes processors, how the
-metric is capped, partition splits, error handling, and what users of KEDA
-v2.21.0's scaler see change.
+The page of the azure-cosmosdb scaler that the kedacore/keda pull request
+"$(head -n 1 "$msg1")"
+puts in place: which leases count (.NET, Java, EPK-range and .NET v2 library
+leases), how the lag is computed for latest-version and
+all-versions-and-deletes processors, how the metric is capped, partition
+splits, error handling, and what users of KEDA v2.21.0's scaler see change.
 EOF
 		) >"$logdir/docs-commit.log" 2>&1 || fail "keda-docs commit (log: $logdir/docs-commit.log)"
 		if (cd "$docs_git" && git rev-parse -q --verify HEAD~1 >/dev/null); then
@@ -781,7 +790,7 @@ EOF
 	step "git am the series onto a fresh git init copy of KEDA $keda_version"
 	am_dir=$scratch.am
 	fresh_copy "$am_dir"
-	if [ -n "$patch_dir" ]; then am_input=("$patch_dir"/*.patch); else am_input=("$patch_file"); fi
+	if [ -n "$patch_dir" ]; then am_input=("$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
 	(cd "$am_dir" && git -c user.name=am -c user.email=am@keda.invalid am -q "${am_input[@]}") >"$logdir/git-am.log" 2>&1 || {
 		tail -n 30 "$logdir/git-am.log" >&2
 		fail "git am does not apply the series to KEDA $keda_version"
