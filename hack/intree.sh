@@ -739,6 +739,11 @@ else
 		perl -0 -p -i -e 's/ ?See \[[^\]]*\]\([a-z0-9_-]+\.md(#[^)]*)?\)[^.]*\.//g' "$page" || fail "perl"
 		local_links=$(grep -n -o -E '\]\([^)]+\)' "$page" | grep -v -E '\]\((#|https?://|\./\.\./|\.\./)' || true)
 		[ -z "$local_links" ] || fail "links on the page that keda-docs cannot resolve: $(echo $local_links)"
+		# Anchors: Hugo's heading ids (GitHub's rule: lower case, punctuation
+		# dropped, spaces to hyphens).
+		slugs() { sed -n 's/^#\{1,6\} \{1,\}//p' "$1" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 _-]//g; s/ /-/g'; }
+		missing=$(grep -o -E '\]\(#[^)]+\)' "$page" | sed -E 's/^\]\(#//; s/\)$//' | sort -u | grep -v -x -F -f <(slugs "$page"))
+		[ -z "$missing" ] || fail "anchors on the page with no heading: $(echo $missing)"
 		docs_git=$logdir/keda-docs
 		rm -rf "$docs_git"
 		if [ -n "${KEDA_DOCS_DIR:-}" ]; then
@@ -752,9 +757,13 @@ else
 				docs_note="content/docs/$docs_version does not exist in $docs_base yet (keda-docs' CONTRIBUTING, \"Preparing a new version\": it is copied from the current version); the page's links were checked against content/docs/$check_ver."
 				echo "    $docs_note"
 			fi
-			grep -o -E '\]\(\.{1,2}/[^)]+\)' "$page" | sed -E 's/^\]\(//; s/\)$//; s/#.*//' | sort -u | while IFS= read -r l; do
-				target=$(realpath -m "$docs_git/content/docs/$check_ver/scalers/$l")
-				[ -f "$target" ] || [ -f "${target%.md}/_index.md" ] || echo "$l"
+			grep -o -E '\]\(\.{1,2}/[^)]+\)' "$page" | sed -E 's/^\]\(//; s/\)$//' | sort -u | while IFS= read -r l; do
+				target=$(realpath -m "$docs_git/content/docs/$check_ver/scalers/${l%%#*}")
+				if [ ! -f "$target" ]; then
+					echo "$l"
+				elif [ "$l" != "${l%%#*}" ] && ! slugs "$target" | grep -q -x -F "${l#*#}"; then
+					echo "$l (no such heading)"
+				fi
 			done >"$logdir/docs-broken-links"
 			[ -s "$logdir/docs-broken-links" ] && fail "links on the page with no target in keda-docs: $(cat "$logdir/docs-broken-links" | tr '\n' ' ')"
 		else
@@ -867,16 +876,16 @@ EOF
 			awk -F'|' '/^## Side by side with KEDA/ { on = 1; next } on && /^## / { exit }
 				on && NF > 5 { gsub(/[*, ]/, "", $2); impl = $3; gsub(/^ +| +$/, "", impl); t = $4; gsub(/[* ]/, "", t)
 					ms = t + 0; if (t ~ /µs$/) ms /= 1000; if (t ~ /[^m]s$/ && t !~ /ms$/ && t !~ /µs$/) ms *= 1000
-					m = $6; gsub(/[^0-9]/, "", m)
-					if (impl == "ours") { ours[$2] = ms; om[$2] = m } else if (impl ~ /^KEDA/) { keda[$2] = ms; km[$2] = m } }
+					m = $6; sub(/\(.*/, "", m); gsub(/[* ]/, "", m); mtext = m; gsub(/[^0-9]/, "", m)
+					if (impl == "ours") { ours[$2] = ms; om[$2] = m; omt[$2] = mtext } else if (impl ~ /^KEDA/) { keda[$2] = ms; km[$2] = m; kmt[$2] = mtext } }
 				END { if (ours[100] && keda[100]) printf "\n**%.1f× faster per poll at 100 leases** (%s ms vs %s ms)", keda[100] / ours[100], keda[100], ours[100]
-				      if (ours[1000] && keda[1000] && om[1000] && km[1000]) printf "; **%.1f× less time per lease counted at 1,000 leases** (KEDA v2.21.0 counts %d of them, ours %d).\n", (keda[1000] / km[1000]) / (ours[1000] / om[1000]), km[1000], om[1000]
+				      if (ours[1000] && keda[1000] && om[1000] && km[1000]) printf "; **%.1f× less time per lease counted at 1,000 leases** (KEDA v2.21.0 counts %s of them, ours %s).\n", (keda[1000] / km[1000]) / (ours[1000] / om[1000]), kmt[1000], omt[1000]
 				      else if (ours[100] && keda[100]) printf ".\n" }' "$bench" >>"$frag/BENCH"
 		else
 			echo "_(no bench figure: this repository has no BENCHMARKS.md with a \"Side by side with KEDA\" section)_" >"$frag/BENCH"
 		fi
 		# The user-visible differences as the documentation states them.
-		awk '/^### Upgrading from KEDA/ { on = 1; next } on && /^#{2,3} / { exit } on { print }' "$src/docs/azure-cosmosdb.md" >"$frag/UPGRADING"
+		awk '/^### Upgrading from KEDA/ { on = 1; next } on && /^##/ { exit } on { print }' "$src/docs/azure-cosmosdb.md" >"$frag/UPGRADING"
 		[ -s "$frag/UPGRADING" ] || echo "_(docs/azure-cosmosdb.md has no \"Upgrading from KEDA\" section)_" >"$frag/UPGRADING"
 		passed_note="not run on this tree: run \`make intree\` (KEDA's golangci-lint, our unit tests and all of KEDA's tests of the two packages, go vet of the e2e suites)"
 		tree=$(cd "$scratch" && git rev-parse 'HEAD^{tree}')
@@ -892,6 +901,10 @@ EOF
 			echo "\`keda-docs.patch\` (beside this file) adds \`$docs_page\`, generated from this repository's \`docs/azure-cosmosdb.md\`; it is based on $docs_base."
 			[ -n "${docs_note:-}" ] && echo "$docs_note"
 		} >"$frag/DOCS"
+		# No fragment starts or ends with blank lines.
+		for f in "$frag"/*; do
+			awk 'NF { for (; blank > 0; blank--) print ""; print; seen = 1; next } seen { blank++ }' "$f" >"$f.trim" && mv "$f.trim" "$f"
+		done
 		# @@NAME@@ on a line of its own is replaced by the fragment NAME; inline, by its first line.
 		awk -v dir="$frag" '
 			/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
@@ -904,7 +917,7 @@ EOF
 		grep -q '@@[A-Z_]*@@' "$pr" && fail "PULL_REQUEST.md still has placeholders: $(grep -o '@@[A-Z_]*@@' "$pr" | sort -u | tr '\n' ' ')"
 		todo=$(grep -c 'TODO(lead)' "$pr")
 		echo "    $pr ($(wc -l <"$pr") lines)"
-		[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in hack/pr/PULL_REQUEST.md.tmpl: $(grep -o 'TODO(lead): [^.<]*' "$pr" | cut -c13-60 | tr '\n' ';')"
+		[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in hack/pr/PULL_REQUEST.md.tmpl (grep -n 'TODO(lead)' $pr)"
 		done_step
 	fi
 fi
