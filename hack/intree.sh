@@ -307,9 +307,10 @@ check_modules() { # LOGNAME TAGS PKG...
 	echo "    none beyond KEDA's go.mod"
 }
 
-# test_names FILE...: the Test, Fuzz and Example functions the files declare.
+# test_names FILE...: the Test, Fuzz and Example functions the files declare
+# (TestMain is none of them).
 test_names() {
-	(cd "$scratch" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$@") | sed 's/^func //; s/($//' | LC_ALL=C sort -u
+	(cd "$scratch" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$@") | sed 's/^func //; s/($//' | grep -v -x TestMain | LC_ALL=C sort -u
 }
 
 # An author KEDA's DCO check accepts.
@@ -562,7 +563,8 @@ if [ "$mode" = check ]; then
 		fail "go test exited $status"
 	fi
 	if [ -z "${INTREE_RUN:-}" ]; then
-		notrun=$(comm -23 <(echo "$names") <(sed -n 's/^=== RUN[[:space:]]*\([^/[:space:]]*\)$/\1/p' "$logdir/test.log" | LC_ALL=C sort -u))
+		# An Example without an Output comment is compiled, not run.
+		notrun=$(comm -23 <(echo "$names" | grep -v '^Example') <(sed -n 's/^=== RUN[[:space:]]*\([^/[:space:]]*\)$/\1/p' "$logdir/test.log" | LC_ALL=C sort -u))
 		[ -z "$notrun" ] || fail "declared but not run: $(echo $notrun)"
 	fi
 	[ "$passed" -gt 0 ] || fail "the pattern $run_pattern ran no tests"
@@ -830,7 +832,7 @@ EOF
 			echo "    go vet $pkgs ./pkg/scaling; go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper; go build ./cmd/operator ./cmd/adapter: ok"
 			if (cd "$am_dir" && git diff --name-only "$c~1" "$c" | grep -q '^pkg/'); then
 				mapfile -t here < <(cd "$am_dir" && printf '%s\n' "${our_tests[@]}" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
-				names=$(cd "$am_dir" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "${here[@]}" | sed 's/^func //; s/($//' | sort -u)
+				names=$(cd "$am_dir" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "${here[@]}" | sed 's/^func //; s/($//' | grep -v -x TestMain | sort -u)
 				# shellcheck disable=SC2086
 				(cd "$am_dir" && go test -count=1 $pkgs -run "^($(echo $names | tr ' ' '|'))\$") >"$logdir/verify-test-$c.log" 2>&1 || {
 					tail -n 60 "$logdir/verify-test-$c.log" >&2
