@@ -101,6 +101,9 @@ func TestInTreeFilesStayInKEDAsLayout(t *testing.T) {
 		if strings.HasPrefix(name, "pkg/") && strings.HasSuffix(name, "_test.go") {
 			tests[filepath.Dir(name)]++
 		}
+		if strings.HasPrefix(name, "pkg/") && regexp.MustCompile(`(?m)^func TestMain\(`).MatchString(text) {
+			t.Errorf("%s declares TestMain: in KEDA it would run for every scaler's tests of the package", name)
+		}
 		f, err := parser.ParseFile(token.NewFileSet(), name, text, parser.ImportsOnly)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
