@@ -35,11 +35,12 @@ bench-compare: ## Ours and KEDA v2.21.0's scaler side by side (own module; compi
 external-kedaclient: ## The external scaler driven by KEDA v2.21.0's own clients (own module)
 	cd cmd/cosmosdb-external-scaler/kedaclient && $(GO) test -count=1 .
 
-intree: ## Drop the scaler into a fresh copy of KEDA v2.21.0, build operator + adapter, run its tests there (slow cold: compiles all of KEDA)
+intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA's pinned golangci-lint with its .golangci.yml (installed once), our and KEDA's tests of the packages, vet of the e2e suites (slow cold: compiles all of KEDA)
 	hack/intree.sh
 
-intree-patch: ## The same change as a patch against KEDA v2.21.0 (PATCH=keda-azure-cosmosdb.patch)
-	hack/intree.sh patch
+PATCH_DIR ?= /tmp/keda-pr
+intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr): git format-patch series (signed off; INTREE_AUTHOR_NAME/EMAIL), PULL_REQUEST.md, keda-docs.patch; size check; git am onto a fresh KEDA. PATCH=file: the series as one mbox too
+	PATCH_DIR=$(PATCH_DIR) hack/intree.sh patch
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
 	hack/e2e-local.sh

@@ -1,54 +1,84 @@
 #!/usr/bin/env bash
 # Drops this repository's azure-cosmosdb scaler into a fresh copy of KEDA's
-# source and proves it builds and passes its tests there.
+# source and proves it builds, lints and passes its tests there; or writes the
+# change as the pull request KEDA would get.
 #
-#   hack/intree.sh          copy, replace, build operator + adapter, run the scaler tests,
-#                           run KEDA's own scaler tests beside ours, vet the e2e tests
+#   hack/intree.sh          copy, replace; go vet; build operator + adapter; KEDA's
+#                           pinned golangci-lint with KEDA's .golangci.yml on the
+#                           packages we touch; our unit tests; all of KEDA's tests of
+#                           those packages beside ours; go vet -tags e2e of the suites
 #                           (make intree)
-#   hack/intree.sh patch    copy and replace only, then write the change as a patch
-#                           against KEDA's release (make intree-patch)
+#   hack/intree.sh patch    copy, replace, then write the pull request into PATCH_DIR:
+#                           a git format-patch series, PULL_REQUEST.md and
+#                           keda-docs.patch; print and check its size; git am the
+#                           series onto a fresh copy of KEDA and build each commit
+#                           (make intree-patch)
+#   hack/intree.sh list     print the files that go in-tree, one per line, and check
+#                           the layout (no KEDA, no compiling; tests/repo runs it)
+#
+# What goes in-tree: the same paths in KEDA's tree as here, selected by name.
+#   pkg/scalers/azure_cosmosdb_scaler.go, pkg/scalers/azure_cosmosdb_scaler_test.go
+#   pkg/scalers/azure/azure_cosmosdb_*.go           flat files of KEDA's package azure
+#                                                   (not *_bench_test.go)
+#   tests/scalers/azure/azure_cosmosdb/,            KEDA's two e2e suites (build tag e2e),
+#   tests/scalers/azure/azure_cosmosdb_aad_wi/      every file in them
+#   tests/scalers/azure/helper/CosmosDBHelper.go    beside KEDA's other Azure e2e helpers
+# Everything else stays home and is never named by the patch:
+# pkg/scalers/keda_adapter.go and pkg/scalers/azure/keda_adapter.go (stand-ins for
+# names KEDA's scalers and azure packages already have),
+# pkg/scalers/azure_cosmosdb_inspect.go, the benchmarks (*_bench_test.go: their
+# figures live in BENCHMARKS.md), pkg/cosmostest (the emulator), tests/emulator,
+# tests/local, tests/sdk, cmd.
+#
+# The transformation is a copy plus an import path rewrite, nothing else:
+#   github.com/kedacore/keda-cosmosdb-scaler/pkg/...   -> github.com/kedacore/keda/v2/pkg/...
+#   github.com/kedacore/keda-cosmosdb-scaler/tests/... -> github.com/kedacore/keda/v2/tests/...
+# (gofmt then re-sorts the import blocks whose paths changed). KEDA's own
+# azure-cosmosdb scaler, its unit test and its e2e suites are deleted unread;
+# ours take their place. A copied file that imports or names what stays home
+# (the emulator, cosmoslag, tests/local, tests/sdk, BENCHMARKS.md, a stand-in
+# file), or that would need a requirement KEDA's go.mod does not have, fails
+# the run.
 #
 # Environment:
-#   KEDA_VERSION      KEDA release to drop into (default v2.21.0)
-#   INTREE_DIR        scratch copy, recreated on every run
-#                     (default /tmp/keda-intree, or /tmp/keda-intree-patch for "patch")
-#   INTREE_REF        git ref of this repository to take our files from (default: the working tree)
-#   INTREE_RUN        go test -run pattern (default CosmosDB: every scaler test is TestCosmosDB...)
-#   INTREE_TESTFLAGS  extra go test flags, e.g. -race
-#   INTREE_LINT       path to golangci-lint (KEDA uses v2.13.2) to lint our files with KEDA's
-#                     configuration; unset (default) to skip
-#   INTREE_FULL       1 (default): also run all of KEDA's pkg/scalers tests with our test
-#                     files in the package, to catch shared-state collisions; 0 to skip
-#   PATCH             patch file for "patch" (default keda-azure-cosmosdb.patch, relative to
-#                     the directory the script was started from)
-#
-# Only import paths are rewritten. KEDA's own azure-cosmosdb scaler, its unit
-# test and its e2e tests are deleted unread; ours take their place:
-#   pkg/scalers/azure_cosmosdb_scaler.go        -> pkg/scalers/azure_cosmosdb_scaler.go
-#   pkg/scalers/azure_cosmosdb_*_test.go        -> pkg/scalers/ (not the benchmarks)
-#   pkg/scalers/cosmosdb/{account,rest,changefeed,lag,lease}
-#                                               -> pkg/scalers/azure/cosmosdb/...
-#   pkg/cosmostest (non-test files), its internal packages and entraidtest
-#                                               -> pkg/scalers/azure/cosmosdb/cosmostest/...
-#   tests/scalers/azure/azure_cosmosdb*         -> tests/scalers/azure/ (e2e tests)
-#   tests/scalers/azure/helper/CosmosDBHelper.go -> beside KEDA's other Azure test helpers
-# Placement: KEDA keeps what its Azure scalers share under pkg/scalers/azure
-# (auth, clouds, the Event Hubs checkpoint readers) and gives larger helpers of
-# one vendor a directory under pkg/scalers (aws, gcp, kafka). Our support
-# packages are Azure Cosmos DB's, so they go to pkg/scalers/azure/cosmosdb/:
-# where a maintainer looks for Azure code, apart from package azure itself (no
-# name can collide with its files) and imported one way, by the scaler only.
-# The test server the scaler's unit tests use sits beside the packages it tests.
-# Not copied: pkg/scalers/keda_adapter.go and pkg/scalers/azure_cosmosdb_inspect.go
-# (this repository's stand-ins for names KEDA's scalers package already has);
-# the benchmarks (*_bench_test.go: their figures live in BENCHMARKS.md);
-# what only this repository's tools use: the control API of cosmoslag serve
-# (pkg/cosmostest/control), the CONNECT proxy of the Entra ID test issuer
-# (entraidtest/connectproxy: the scaler's bearer tests use cloud: Private,
-# which needs no instance discovery), tests/local (the e2e-local harness, its
-# own module) and tests/sdk; and pkg/cosmostest's own tests (they need
-# azcosmos and goleak, which KEDA's module does not require, and exercise the
-# test server, not the scaler).
+#   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
+#   INTREE_DIR          scratch copy, recreated on every run
+#                       (default /tmp/keda-intree, or /tmp/keda-intree-patch for "patch")
+#   INTREE_REF          git ref of this repository to take our files from (default: the working tree)
+#   INTREE_RUN          go test -run pattern for our unit tests (default: exactly the
+#                       Test, Fuzz and Example functions of our copied test files)
+#   INTREE_TESTFLAGS    extra go test flags, e.g. -race
+#   INTREE_FULL         1 (default): also run all of KEDA's tests of pkg/scalers and
+#                       pkg/scalers/azure with our test files in those packages, to catch
+#                       shared-state collisions; 0 to skip
+#   INTREE_CACHE        where golangci-lint is installed and reused
+#                       (default ${XDG_CACHE_HOME:-~/.cache}/keda-cosmosdb-intree)
+#   INTREE_LINT         a golangci-lint binary to use instead of installing one; it must
+#                       be the version KEDA's Makefile pins (GOLANGCI_VERSION)
+#   INTREE_LINT_ALL     1: lint all of KEDA (./..., as KEDA's make golangci does) instead of
+#                       the packages we touch; findings in KEDA's untouched files that the
+#                       release has too are reported, not counted
+# For "patch":
+#   PATCH_DIR           directory for the pull request (default /tmp/keda-pr; emptied
+#                       first if an earlier run made it, refused if it holds anything else)
+#   PATCH               also (or, without PATCH_DIR, only) write the series as one mbox
+#                       file that git am applies (relative to the directory the script
+#                       was started from). hack/e2e-local.sh uses this form.
+#   INTREE_AUTHOR_NAME, INTREE_AUTHOR_EMAIL
+#                       author, committer and Signed-off-by of every commit (default: this
+#                       repository's git config user.name and user.email; an address at
+#                       localhost is refused: KEDA's DCO check needs a real one)
+#   INTREE_SERIES       split (default): 1. the scaler and its unit tests, 2. the e2e
+#                       suites, each commit building on its own; single: one commit
+#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, go vet every commit
+#                       and run our unit tests at the commits that carry them;
+#                       am (default with only PATCH): git am and compare the trees only
+#   KEDA_DOCS_DIR       a kedacore/keda-docs clone (bare or not) to base keda-docs.patch on
+#                       and to check the page's relative links against; without it the
+#                       patch creates the page from nothing
+#   KEDA_DOCS_VERSION   docs version directory of the page (default 2.22)
+# Size limits (added lines, checked in "patch" with PATCH_DIR, reported otherwise):
+# production Go under pkg/ 1,500; unit tests under pkg/ 2,500; tests/ 900; all 5,000.
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
 set -uo pipefail
@@ -59,9 +89,9 @@ set -uo pipefail
 
 mode=${1:-check}
 case "$mode" in
-check | patch) ;;
+check | patch | list) ;;
 *)
-	echo "usage: $0 [patch]" >&2
+	echo "usage: $0 [check|patch|list]" >&2
 	exit 2
 	;;
 esac
@@ -69,20 +99,136 @@ esac
 start_dir=$(pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 keda_version=${KEDA_VERSION:-v2.21.0}
+keda_module=github.com/kedacore/keda/v2
+our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/go.mod" | head -n 1)
+[ -n "$our_module" ] || {
+	echo "no module line in $repo/go.mod" >&2
+	exit 1
+}
+
+# Size limits of the pull request, in added lines.
+limit_prod=1500
+limit_unit=2500
+limit_e2e=900
+limit_total=5000
+
+# What stays home: no copied file may import or name it.
+home_only='cosmoslag|cosmostest|tests/emulator|tests/local|tests/sdk|BENCHMARKS\.md|keda_adapter|azure_cosmosdb_inspect'
+
+# select_files SRC: the in-tree files of the tree at SRC, repository-relative,
+# one per line, sorted. Fails (with the reasons on stderr) when the layout lacks
+# a piece the pull request needs.
+select_files() {
+	local s=$1 f d bad=0 n_azure=0 n_tests=0
+	{
+		for f in pkg/scalers/azure_cosmosdb_scaler.go pkg/scalers/azure_cosmosdb_scaler_test.go; do
+			if [ -f "$s/$f" ]; then echo "$f"; else
+				echo "in-tree layout: $f is missing" >&2
+				bad=1
+			fi
+		done
+		for f in "$s"/pkg/scalers/azure/azure_cosmosdb_*.go; do
+			[ -f "$f" ] || continue
+			case "$f" in *_bench_test.go) continue ;; esac
+			echo "pkg/scalers/azure/${f##*/}"
+			case "$f" in *_test.go) ;; *) n_azure=$((n_azure + 1)) ;; esac
+		done
+		if [ "$n_azure" -eq 0 ]; then
+			echo "in-tree layout: no pkg/scalers/azure/azure_cosmosdb_*.go (non-test) file" >&2
+			bad=1
+		fi
+		for d in tests/scalers/azure/azure_cosmosdb tests/scalers/azure/azure_cosmosdb_aad_wi; do
+			n_tests=0
+			if [ -d "$s/$d" ]; then
+				while IFS= read -r f; do
+					echo "$f"
+					case "$f" in *.go) n_tests=$((n_tests + 1)) ;; esac
+				done < <(cd "$s" && find "$d" -type f | LC_ALL=C sort)
+			fi
+			if [ "$n_tests" -eq 0 ]; then
+				echo "in-tree layout: no e2e suite in $d/ (a .go file)" >&2
+				bad=1
+			fi
+		done
+		f=tests/scalers/azure/helper/CosmosDBHelper.go
+		if [ -f "$s/$f" ]; then echo "$f"; else
+			echo "in-tree layout: $f is missing" >&2
+			bad=1
+		fi
+		return $bad
+	} | LC_ALL=C sort
+	local ps=("${PIPESTATUS[@]}")
+	return "${ps[0]}"
+}
+
+# check_sources SRC FILE...: what a copied file must not contain, before any
+# rewriting: references to what stays home, and what KEDA's pre-commit hooks
+# reject (trailing whitespace, a missing final newline, CRLF line endings,
+# private keys, the words its language hook denies). Prints file:line: reason.
+check_sources() {
+	local s=$1 f
+	shift
+	for f in "$@"; do
+		grep -n -i -E "$home_only" "$s/$f" | sed "s#^#$f:#; s#\$#   (names what stays in this repository)#"
+		grep -n -E '[[:space:]]+$' "$s/$f" | cut -c1-120 | sed "s#^#$f:#; s#\$#   (trailing whitespace)#"
+		grep -n $'\r' "$s/$f" | cut -d: -f1 | sed "s#^#$f:#; s#\$#: (CRLF line ending)#"
+		grep -n -E 'BEGIN ((RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY' "$s/$f" | cut -c1-120 | sed "s#^#$f:#; s#\$#   (private key)#"
+		grep -n -i -E '(black|white)[_-]?(list|List)' "$s/$f" | cut -c1-120 | sed "s#^#$f:#; s#\$#   (KEDA's language-matters hook)#"
+		if [ -s "$s/$f" ] && [ -n "$(tail -c 1 "$s/$f")" ]; then echo "$f: no newline at the end of the file"; fi
+		if [ "$(tail -c 2 "$s/$f" | od -An -c | tr -d ' ')" = '\n\n' ]; then echo "$f: blank line at the end of the file"; fi
+	done
+}
+
+# The source tree: the working tree, or INTREE_REF's.
+src=$repo
+src_tmp=""
+if [ -n "${INTREE_REF:-}" ]; then
+	src_tmp=$(mktemp -d)
+	src=$src_tmp
+	(cd "$repo" && git archive "$INTREE_REF") | tar -x -C "$src" || {
+		echo "git archive $INTREE_REF failed" >&2
+		exit 1
+	}
+fi
+
+if [ "$mode" = list ]; then
+	files=$(select_files "$src")
+	status=$?
+	[ -n "$files" ] && echo "$files"
+	[ -n "$src_tmp" ] && rm -rf "$src_tmp"
+	exit $status
+fi
+
 if [ "$mode" = patch ]; then
 	scratch=${INTREE_DIR:-/tmp/keda-intree-patch}
 else
 	scratch=${INTREE_DIR:-/tmp/keda-intree}
 fi
-run_pattern=${INTREE_RUN:-CosmosDB}
-patch_file=${PATCH:-keda-azure-cosmosdb.patch}
-case "$patch_file" in
-/*) ;;
-*) patch_file="$start_dir/$patch_file" ;;
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$start_dir/$1" ;; esac }
+patch_file=""
+patch_dir=""
+if [ "$mode" = patch ]; then
+	[ -n "${PATCH:-}" ] && patch_file=$(absolute "$PATCH")
+	if [ -n "${PATCH_DIR:-}" ] || [ -z "$patch_file" ]; then
+		patch_dir=$(absolute "${PATCH_DIR:-/tmp/keda-pr}")
+	fi
+fi
+if [ -n "$patch_dir" ]; then verify=${INTREE_VERIFY:-build}; else verify=${INTREE_VERIFY:-am}; fi
+case "$verify" in build | am) ;; *)
+	echo "INTREE_VERIFY is build or am, not $verify" >&2
+	exit 2
+	;;
 esac
+series=${INTREE_SERIES:-split}
+case "$series" in split | single) ;; *)
+	echo "INTREE_SERIES is split or single, not $series" >&2
+	exit 2
+	;;
+esac
+cache=${INTREE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-cosmosdb-intree}
+docs_version=${KEDA_DOCS_VERSION:-2.22}
+docs_page=content/docs/$docs_version/scalers/azure-cosmos-db.md
 
-keda_module=github.com/kedacore/keda/v2
-our_module=$(cd "$repo" && go list -m)
 logdir=$scratch.logs
 if [ -e "$logdir" ] && [ ! -e "$logdir/.intree-logs" ]; then
 	echo "$logdir exists and was not made by $0; choose another INTREE_DIR" >&2
@@ -93,7 +239,7 @@ rm -rf "$logdir" && mkdir -p "$logdir" && touch "$logdir/.intree-logs" || exit 1
 script_start=$(date +%s)
 step_name=""
 step_start=0
-modules_added=0
+deferred_failures=()
 
 step() {
 	step_name=$1
@@ -109,6 +255,7 @@ fail() {
 	echo "FAILED at step: $step_name ($(($(date +%s) - step_start))s into the step, $(($(date +%s) - script_start))s in total)" >&2
 	[ $# -gt 0 ] && echo "    $*" >&2
 	echo "    logs: $logdir; scratch tree: $scratch" >&2
+	[ -n "$src_tmp" ] && rm -rf "$src_tmp"
 	exit 1
 }
 
@@ -123,49 +270,66 @@ run() {
 	fi
 }
 
-# Module check. A package our code imports from a module that KEDA's go.mod
-# does not require is added to the scratch go.mod and reported (the patch
-# then carries it): modules already in KEDA's module graph at the version the
-# graph selects, others with go get at the version this repository uses.
-list_errors() {
-	(cd "$scratch" && go list -e -deps -test -tags "${TAGS:-}" \
-		-f '{{with .Error}}{{$.ImportPath}}: {{.Err}}{{end}}' "$@") 2>&1 | grep -v '^$'
+# Module check: every package our files import must come from a module KEDA's
+# go.mod already requires; the patch adds no requirement (and no go.sum line).
+list_errors() { # DIR TAGS PKG...
+	local dir=$1 tags=$2
+	shift 2
+	local err status
+	err=$(mktemp)
+	(cd "$dir" && GOFLAGS=-mod=readonly go list -e -deps -test -tags "$tags" \
+		-f '{{with .Error}}{{$.ImportPath}}: {{.Err}}{{end}}' "$@") 2>"$err" | grep -v '^$'
+	status=${PIPESTATUS[0]}
+	# Downloads are progress, not errors; anything else on stderr is one when go list fails.
+	[ "$status" -eq 0 ] || grep -v '^go: downloading ' "$err"
+	rm -f "$err"
+	return 0
 }
-gomod_changes() {
-	(cd "$scratch" && git diff -U0 HEAD -- go.mod) | grep -E '^[+-][^+-]' || true
-}
-ensure_modules() {
+check_modules() { # LOGNAME TAGS PKG...
 	local log=$logdir/modules-$1.log
 	shift
-	local before missing pkg module
-	before=$(gomod_changes)
-	list_errors "$@" >"$log"
-	if grep -q 'updates to go.mod needed' "$log"; then
-		# No network: only requirements the module graph already holds are added.
-		(cd "$scratch" && GOPROXY=off go list -mod=mod -e -deps -test -tags "${TAGS:-}" -f '' "$@") >"$log.mod" 2>&1
-		list_errors "$@" >"$log"
-	fi
-	missing=$(grep -o 'no required module provides package [^;: ]*' "$log" | awk '{print $NF}' | sort -u)
-	for pkg in $missing; do
-		module=$(cd "$repo" && go list -e -f '{{with .Module}}{{.Path}}@{{.Version}}{{end}}' "$pkg" 2>/dev/null)
-		echo "    missing module for $pkg: go get ${module:-$pkg}"
-		run "go-get-${pkg//\//_}.log" go get "${module:-$pkg}"
-	done
-	[ -z "$missing" ] || list_errors "$@" >"$log"
+	list_errors "$scratch" "$@" >"$log"
 	if [ -s "$log" ]; then
-		head -n 40 "$log" >&2
-		fail "packages do not load"
+		head -n 40 "$log" | sed 's/^/    | /' >&2
+		if grep -q -E 'no required module provides|updates to go.mod needed|missing go.sum entry|implicitly required' "$log"; then
+			grep -o -E 'no required module provides package [^;: ]*' "$log" | awk '{print $NF}' | sort -u |
+				while IFS= read -r pkg; do
+					echo "    needs a module KEDA's go.mod does not require: $pkg ($(cd "$repo" && go list -e -f '{{with .Module}}{{.Path}}@{{.Version}}{{end}}' "$pkg" 2>/dev/null))" >&2
+				done
+			fail "the patch would add a requirement to KEDA's go.mod (not allowed); use what KEDA $keda_version already requires"
+		fi
+		fail "packages do not load (log: $log)"
 	fi
-	if [ "$(gomod_changes)" != "$before" ]; then
-		modules_added=1
-		echo "    ADDED to KEDA's go.mod:"
-		diff <(echo "$before") <(gomod_changes) | sed -n 's/^> /      /p'
-	else
-		echo "    none missing"
+	if ! (cd "$scratch" && git diff --quiet HEAD -- go.mod go.sum); then
+		(cd "$scratch" && git diff HEAD -- go.mod go.sum) | head -n 30 >&2
+		fail "go.mod or go.sum changed"
 	fi
+	echo "    none beyond KEDA's go.mod"
 }
 
-echo "in-tree check of $our_module in KEDA $keda_version (mode: $mode)"
+# test_names FILE...: the Test, Fuzz and Example functions the files declare
+# (TestMain is none of them).
+test_names() {
+	(cd "$scratch" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$@") | sed 's/^func //; s/($//' | grep -v -x TestMain | LC_ALL=C sort -u
+}
+
+# An author KEDA's DCO check accepts.
+author_identity() {
+	author_name=${INTREE_AUTHOR_NAME:-$(cd "$repo" && git config user.name)}
+	author_email=${INTREE_AUTHOR_EMAIL:-$(cd "$repo" && git config user.email)}
+	[ -n "$author_name" ] || fail "no author name: set INTREE_AUTHOR_NAME or git config user.name"
+	case "$(echo "${author_email##*@}" | tr 'A-Z' 'a-z')" in
+	localhost | localhost.* | *.localhost | *.localdomain)
+		fail "author address '$author_email' is at localhost: KEDA's DCO check needs a real address (INTREE_AUTHOR_EMAIL)"
+		;;
+	esac
+	case "$author_email" in
+	?*@?*.?*) ;;
+	*) fail "author address '$author_email' is not an e-mail address: set INTREE_AUTHOR_EMAIL or git config user.email" ;;
+	esac
+}
+
+echo "in-tree $mode of $our_module in KEDA $keda_version"
 echo "    go: $(go version); GOCACHE=$(go env GOCACHE)"
 
 # --- 1. KEDA's source --------------------------------------------------------
@@ -179,106 +343,105 @@ keda_src=$(printf '%s\n' "$keda_json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\
 echo "    $keda_src"
 done_step
 
-step "fresh copy into $scratch"
-if [ -e "$scratch" ]; then
-	# Only ever delete what an earlier run made.
-	grep -qs "^module $keda_module\$" "$scratch/go.mod" ||
-		fail "$scratch exists and is not a scratch copy of KEDA; choose another INTREE_DIR"
-	chmod -R u+w "$scratch" 2>/dev/null
-	rm -rf "$scratch" || fail "cannot remove the old scratch tree"
+if [ "$mode" = patch ]; then
+	step "author of the series"
+	author_identity
+	echo "    author, committer and Signed-off-by: $author_name <$author_email>"
+	done_step
 fi
-mkdir -p "$(dirname "$scratch")"
-cp -R "$keda_src" "$scratch" || fail "copy"
-chmod -R u+w "$scratch"
-# A baseline commit, so the change can be shown as a patch against the release.
-run git-init.log git init -q
-run git-add-base.log git add -A -f
-run git-commit-base.log git -c user.name=intree -c user.email=intree@localhost -c commit.gpgsign=false \
-	commit -q -m "KEDA $keda_version"
+
+# fresh_copy DIR: DIR becomes a git repository holding KEDA's release as its
+# only commit. Only ever deletes what an earlier run made.
+fresh_copy() {
+	local dir=$1
+	if [ -e "$dir" ]; then
+		grep -qs "^module $keda_module\$" "$dir/go.mod" ||
+			fail "$dir exists and is not a scratch copy of KEDA; choose another INTREE_DIR"
+		chmod -R u+w "$dir" 2>/dev/null
+		rm -rf "$dir" || fail "cannot remove the old scratch tree $dir"
+	fi
+	mkdir -p "$(dirname "$dir")"
+	cp -R "$keda_src" "$dir" || fail "copy"
+	chmod -R u+w "$dir"
+	(cd "$dir" && git init -q && git add -A -f &&
+		git -c user.name="KEDA $keda_version" -c user.email=release@keda.invalid -c commit.gpgsign=false \
+			commit -q -m "KEDA $keda_version") >"$logdir/git-base-${dir##*/}.log" 2>&1 ||
+		fail "git init and commit of the release in $dir (log: $logdir/git-base-${dir##*/}.log)"
+}
+
+step "fresh copy into $scratch"
+fresh_copy "$scratch"
+base=$(cd "$scratch" && git rev-parse HEAD)
 done_step
 
 # --- 2. Our files in, KEDA's azure-cosmosdb out --------------------------------
 step "replace KEDA's azure-cosmosdb scaler with ours"
-src=$repo
 if [ -n "${INTREE_REF:-}" ]; then
-	src=$logdir/src
-	mkdir -p "$src"
-	(cd "$repo" && git archive "$INTREE_REF") | tar -x -C "$src" || fail "git archive $INTREE_REF"
 	echo "    our files from $INTREE_REF ($(cd "$repo" && git rev-parse --short "$INTREE_REF"))"
 else
 	echo "    our files from the working tree ($(cd "$repo" && git rev-parse --short HEAD)$(cd "$repo" && git diff --quiet HEAD -- pkg tests || echo ", with uncommitted changes"))"
 fi
-[ -f "$src/pkg/scalers/azure_cosmosdb_scaler.go" ] || fail "no pkg/scalers/azure_cosmosdb_scaler.go in $src"
+mapfile -t copied < <(select_files "$src" 2>"$logdir/select.log")
+[ -s "$logdir/select.log" ] && {
+	sed 's/^/    /' "$logdir/select.log" >&2
+	fail "the in-tree layout is incomplete"
+}
+[ "${#copied[@]}" -gt 0 ] || fail "no in-tree files"
+
+findings=$(check_sources "$src" "${copied[@]}")
+if [ -n "$findings" ]; then
+	echo "$findings" | sed 's/^/    /' >&2
+	fail "copied files name what stays home or fail KEDA's pre-commit checks"
+fi
 
 # KEDA's files for this trigger, removed unread.
 rm -f "$scratch"/pkg/scalers/azure_cosmosdb_*.go
 rm -rf "$scratch"/tests/scalers/azure/azure_cosmosdb*
-support=pkg/scalers/azure/cosmosdb # where our support packages go in KEDA's tree
-[ -e "$scratch/$support" ] && fail "KEDA already has $support; our support packages would collide"
-
-copied=()
-copy() { # copy SRC DST
-	mkdir -p "$(dirname "$scratch/$2")"
-	cp "$src/$1" "$scratch/$2" || fail "copy $1"
-	copied+=("$2")
-}
-# copy_tree DIR DST [find options]: DIR's .go files, except benchmarks, to DST.
-copy_tree() {
-	local dir=$1 dst=$2 f
-	shift 2
-	while IFS= read -r f; do
-		copy "$f" "$dst${f#"$dir"}"
-	done < <(cd "$src" && find "$dir" "$@" -name '*.go' ! -name '*_bench_test.go' | sort)
-}
-copy pkg/scalers/azure_cosmosdb_scaler.go pkg/scalers/azure_cosmosdb_scaler.go
-for f in "$src"/pkg/scalers/azure_cosmosdb_*_test.go; do
-	case "$f" in *_bench_test.go) continue ;; esac
-	copy "pkg/scalers/$(basename "$f")" "pkg/scalers/$(basename "$f")"
-done
-copy_tree pkg/scalers/cosmosdb "$support"
-# The test server: the core package with its internal packages, and the
-# Entra ID issuer the bearer tests use; no tests of its own, no control API,
-# no proxy.
-copy_tree pkg/cosmostest "$support/cosmostest" -maxdepth 1 ! -name '*_test.go'
-copy_tree pkg/cosmostest/entraidtest "$support/cosmostest/entraidtest" -maxdepth 1 ! -name '*_test.go'
-# Of its internal packages, those the two import.
-internal_pkgs=$(cd "$src" && go list -deps -f '{{.ImportPath}}' ./pkg/cosmostest ./pkg/cosmostest/entraidtest |
-	sed -n "s#^$our_module/\(pkg/cosmostest/internal/.*\)#\1#p") || fail "go list the test server's internal packages"
-for dir in $internal_pkgs; do
-	copy_tree "$dir" "$support/cosmostest/${dir#pkg/cosmostest/}" -maxdepth 1 ! -name '*_test.go'
-done
-# The e2e tests, and their helper beside KEDA's other Azure test helpers.
-if [ -d "$src/tests/scalers" ]; then
-	while IFS= read -r f; do
-		case "$f" in
-		tests/scalers/azure/azure_cosmosdb*/*) ;;
-		*) [ -e "$scratch/$f" ] && fail "$f would overwrite KEDA's file of that name" ;;
-		esac
-		copy "$f" "$f"
-	done < <(cd "$src" && find tests/scalers -name '*.go' | sort)
-fi
-
-# Import paths only: the support packages and the test server move under
-# $support; everything else keeps its path below the module root.
 for f in "${copied[@]}"; do
+	case "$f" in
+	pkg/scalers/azure_cosmosdb_* | tests/scalers/azure/azure_cosmosdb*/*) ;;
+	*) [ -e "$scratch/$f" ] && fail "$f would overwrite KEDA's file of that name" ;;
+	esac
+	mkdir -p "$(dirname "$scratch/$f")"
+	cp "$src/$f" "$scratch/$f" || fail "copy $f"
+done
+# Stays home (listed so the boundary is seen on every run).
+home=$(cd "$src" && {
+	ls pkg/scalers/keda_adapter.go pkg/scalers/azure/keda_adapter.go pkg/scalers/azure_cosmosdb_inspect.go 2>/dev/null
+	find pkg tests -name '*cosmosdb*_bench_test.go' 2>/dev/null
+	find tests/scalers -mindepth 2 -maxdepth 2 -type d -name 'azure_cosmosdb*' ! -name azure_cosmosdb ! -name azure_cosmosdb_aad_wi 2>/dev/null
+} | LC_ALL=C sort)
+echo "    not copied (stays home): $(echo $home) pkg/cosmostest tests/emulator tests/local tests/sdk cmd"
+
+# Import paths only.
+for f in "${copied[@]}"; do
+	case "$f" in *.go) ;; *) continue ;; esac
 	sed -i \
-		-e "s#\"$our_module/pkg/cosmostest\([/\"]\)#\"$keda_module/$support/cosmostest\1#g" \
-		-e "s#\"$our_module/pkg/scalers/cosmosdb/#\"$keda_module/$support/#g" \
 		-e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" \
 		-e "s#\"$our_module/tests/#\"$keda_module/tests/#g" \
 		"$scratch/$f"
-	if grep -q "$our_module" "$scratch/$f"; then
-		grep -n "$our_module" "$scratch/$f" >&2
+	if grep -q -F "$our_module" "$scratch/$f"; then
+		grep -n -F "$our_module" "$scratch/$f" >&2
 		fail "$f still refers to $our_module"
 	fi
 done
-# gofmt only re-sorts imports whose paths changed.
-unformatted=$(cd "$scratch" && gofmt -l "${copied[@]}")
+# gofmt only re-sorts import blocks whose paths changed.
+mapfile -t gofiles < <(printf '%s\n' "${copied[@]}" | grep '\.go$')
+unformatted=$(cd "$scratch" && gofmt -l "${gofiles[@]}")
 if [ -n "$unformatted" ]; then
 	echo "    gofmt re-sorted imports in:" $unformatted
 	(cd "$scratch" && gofmt -w $unformatted)
 fi
+# No nested package, no internal/: every copied Go file is in one of the
+# packages KEDA already has.
+for f in "${gofiles[@]}"; do
+	case "$(dirname "$f")" in
+	pkg/scalers | pkg/scalers/azure | tests/scalers/azure/azure_cosmosdb | tests/scalers/azure/azure_cosmosdb_aad_wi | tests/scalers/azure/helper) ;;
+	*) fail "$f is in a package KEDA's layout does not have" ;;
+	esac
+done
 echo "    ${#copied[@]} files copied"
+printf '%s\n' "${copied[@]}" | sed 's/^/      /'
 done_step
 
 step "registration in pkg/scaling/scalers_builder.go"
@@ -296,74 +459,139 @@ run schema.log go run ./schema/generate_scaler_schema.go --keda-version main \
 (cd "$scratch" && git diff --stat -- schema/generated) | sed 's/^/    /'
 done_step
 
-step "modules: what our code needs beyond KEDA's go.mod"
-ensure_modules scaler "./$support/..." ./pkg/scalers
+step "modules: our packages load from KEDA's go.mod alone"
+check_modules unit "" ./pkg/scalers ./pkg/scalers/azure
+check_modules e2e e2e ./tests/scalers/azure/azure_cosmosdb ./tests/scalers/azure/azure_cosmosdb_aad_wi ./tests/scalers/azure/helper
 done_step
 
+# Our packages, their test files, and KEDA's make golangci version.
+pkgs="./pkg/scalers ./pkg/scalers/azure"
+e2e_pkgs="./tests/scalers/azure/azure_cosmosdb ./tests/scalers/azure/azure_cosmosdb_aad_wi ./tests/scalers/azure/helper"
+mapfile -t our_tests < <(printf '%s\n' "${copied[@]}" | grep -E '^pkg/.*_test\.go$')
+
 if [ "$mode" = check ]; then
-	# --- 3. Build and test in KEDA's tree ---------------------------------------
-	step "go vet our packages (scaler package compiles: no name collisions)"
-	run vet-support.log go vet "./$support/..."
-	run build-scalers.log go build ./pkg/scalers
+	# --- 3. Build, lint and test in KEDA's tree -------------------------------------
+	step "go vet ./pkg/scalers ./pkg/scalers/azure ./pkg/scaling (compiles with our files: no name collisions)"
+	# shellcheck disable=SC2086
+	run vet.log go vet $pkgs ./pkg/scaling
 	done_step
 
 	step "go build ./cmd/operator ./cmd/adapter"
-	run build-cmd.log go build ./cmd/operator ./cmd/adapter
+	run build-cmd.log go build -o /dev/null ./cmd/operator
+	run build-cmd-adapter.log go build -o /dev/null ./cmd/adapter
 	done_step
 
-	step "go test ./pkg/scalers/... -run $run_pattern ${INTREE_TESTFLAGS:-}"
+	step "golangci-lint, the version KEDA's Makefile pins, with KEDA's .golangci.yml (build tag e2e)"
+	lint_version=$(sed -n 's/^GOLANGCI_VERSION[[:space:]]*:\{0,1\}=[[:space:]]*\(v[0-9.]*\).*/\1/p' "$keda_src/Makefile" | head -n 1)
+	[ -n "$lint_version" ] || fail "no GOLANGCI_VERSION in KEDA's Makefile"
+	grep -q -E '^[[:space:]]*-[[:space:]]*e2e[[:space:]]*$' "$scratch/.golangci.yml" ||
+		fail "KEDA's .golangci.yml no longer sets the e2e build tag; lint would skip the e2e suites"
+	lint=${INTREE_LINT:-$cache/bin/golangci-lint}
+	have=$("$lint" version --short 2>/dev/null)
+	if [ "v${have#v}" != "$lint_version" ]; then
+		[ -n "${INTREE_LINT:-}" ] && fail "INTREE_LINT=$INTREE_LINT is golangci-lint '${have:-?}', KEDA pins $lint_version"
+		echo "    installing golangci-lint $lint_version into $cache/bin (once; a few CPU-minutes)"
+		mkdir -p "$cache/bin"
+		(cd "$cache" && GOBIN=$cache/bin GOFLAGS='' go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$lint_version") \
+			>"$logdir/lint-install.log" 2>&1 || {
+			tail -n 30 "$logdir/lint-install.log" >&2
+			fail "go install golangci-lint@$lint_version"
+		}
+		have=$("$lint" version --short 2>/dev/null)
+		[ "v${have#v}" = "$lint_version" ] || fail "installed golangci-lint reports version '$have', want $lint_version"
+	fi
+	echo "    $lint ($lint_version)"
+	lint_flags=(run --max-issues-per-linter 0 --max-same-issues 0 --output.text.print-issued-lines=false)
+	if [ "${INTREE_LINT_ALL:-0}" = 1 ]; then
+		lint_targets=(./...)
+	else
+		# shellcheck disable=SC2206
+		lint_targets=($pkgs $e2e_pkgs)
+	fi
+	echo "    golangci-lint run ${lint_targets[*]}"
+	(cd "$scratch" && "$lint" "${lint_flags[@]}" "${lint_targets[@]}") >"$logdir/lint.log" 2>&1
+	lint_status=$?
+	findings=$(grep -E '^[^ :]+\.go:[0-9]+(:[0-9]+)?: ' "$logdir/lint.log")
+	ours=$(printf '%s\n' "$findings" | grep -F -f <(printf '%s:\n' "${copied[@]}") | grep -v '^$')
+	theirs=$(printf '%s\n' "$findings" | grep -v -F -f <(printf '%s:\n' "${copied[@]}") | grep -v '^$')
+	if [ -n "$theirs" ]; then
+		# In KEDA's own files: ours only if the release does not have them too.
+		echo "    findings in KEDA's files; linting the release itself to tell them apart"
+		rm -rf "$scratch.base" && (cd "$scratch" && git worktree add -q --detach "$scratch.base" "$base") >"$logdir/lint-base.log" 2>&1 ||
+			fail "git worktree for the release (log: $logdir/lint-base.log)"
+		base_targets=()
+		for t in "${lint_targets[@]}"; do [ -e "$scratch.base/${t%/...}" ] && base_targets+=("$t"); done
+		(cd "$scratch.base" && "$lint" "${lint_flags[@]}" "${base_targets[@]}") >>"$logdir/lint-base.log" 2>&1
+		released=$(grep -E '^[^ :]+\.go:[0-9]+(:[0-9]+)?: ' "$logdir/lint-base.log")
+		(cd "$scratch" && git worktree remove --force "$scratch.base")
+		caused=$(comm -23 <(printf '%s\n' "$theirs" | LC_ALL=C sort) <(printf '%s\n' "$released" | LC_ALL=C sort) | grep -v '^$')
+		kept=$(comm -12 <(printf '%s\n' "$theirs" | LC_ALL=C sort) <(printf '%s\n' "$released" | LC_ALL=C sort) | grep -v '^$')
+		[ -z "$kept" ] || {
+			echo "    in KEDA $keda_version itself too (not counted):"
+			echo "$kept" | sed 's/^/    | /'
+		}
+		ours=$(printf '%s\n%s\n' "$ours" "$caused" | grep -v '^$')
+	fi
+	if [ -n "$ours" ]; then
+		echo "    $(echo "$ours" | wc -l) finding(s) in our change:"
+		echo "$ours" | sed 's/^/    | /'
+		deferred_failures+=("golangci-lint $lint_version: $(echo "$ours" | wc -l) finding(s) (log: $logdir/lint.log)")
+		echo "    FAILED (the run goes on to the tests and fails at the end)"
+	elif [ "$lint_status" -ne 0 ] && [ -z "$findings" ]; then
+		tail -n 40 "$logdir/lint.log" >&2
+		fail "golangci-lint exited $lint_status without a finding (log: $logdir/lint.log)"
+	else
+		echo "    0 findings in our change"
+		done_step
+	fi
+
+	step "our unit tests: go test ./pkg/scalers ./pkg/scalers/azure ${INTREE_TESTFLAGS:-}"
+	names=$(test_names "${our_tests[@]}")
+	[ -n "$names" ] || fail "our test files declare no Test function"
+	run_pattern=${INTREE_RUN:-^($(echo $names | tr ' ' '|'))\$}
+	echo "    $(echo "$names" | wc -l) top-level tests in ${#our_tests[@]} files"
 	# shellcheck disable=SC2086 # INTREE_TESTFLAGS is a list of flags
-	(cd "$scratch" && go test -count=1 -v ${INTREE_TESTFLAGS:-} ./pkg/scalers/... -run "$run_pattern") >"$logdir/test.log" 2>&1
+	(cd "$scratch" && go test -count=1 -v ${INTREE_TESTFLAGS:-} $pkgs -run "$run_pattern") >"$logdir/test.log" 2>&1
 	status=$?
 	passed=$(grep -cE '^[[:space:]]*--- PASS' "$logdir/test.log")
 	failed=$(grep -cE '^[[:space:]]*--- FAIL' "$logdir/test.log")
 	skipped=$(grep -cE '^[[:space:]]*--- SKIP' "$logdir/test.log")
 	grep -E '^(ok|FAIL|---)' "$logdir/test.log" | grep -v 'no test files' | grep -v '^--- PASS' | sed 's/^/    /'
-	echo "    tests: $passed passed, $failed failed, $skipped skipped (log: $logdir/test.log)"
+	echo "    tests: $passed passed, $failed failed, $skipped skipped (subtests included; log: $logdir/test.log)"
 	if [ "$status" -ne 0 ]; then
 		grep -B2 -A30 -E -- '--- FAIL|^FAIL|panic:|build failed|\[setup failed\]' "$logdir/test.log" | head -150 >&2
 		fail "go test exited $status"
 	fi
+	if [ -z "${INTREE_RUN:-}" ]; then
+		# An Example without an Output comment is compiled, not run.
+		notrun=$(comm -23 <(echo "$names" | grep -v '^Example') <(sed -n 's/^=== RUN[[:space:]]*\([^/[:space:]]*\)$/\1/p' "$logdir/test.log" | LC_ALL=C sort -u))
+		[ -z "$notrun" ] || fail "declared but not run: $(echo $notrun)"
+	fi
 	[ "$passed" -gt 0 ] || fail "the pattern $run_pattern ran no tests"
 	done_step
 
-	if [ -d "$scratch/tests/scalers/azure/azure_cosmosdb" ]; then
-		step "go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper"
-		TAGS=e2e ensure_modules e2e ./tests/scalers/azure/azure_cosmosdb...
-		run vet-e2e.log go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper
-		done_step
-	fi
-
-	if [ -n "${INTREE_LINT:-}" ]; then
-		# KEDA's own lint configuration (.golangci.yml, e2e tag included), on our changes only.
-		step "golangci-lint (KEDA's configuration) on our files"
-		(cd "$scratch" && "$INTREE_LINT" run --new-from-rev HEAD ./pkg/scalers/... ./tests/scalers/azure/...) >"$logdir/lint.log" 2>&1 || {
-			sed 's/^/    | /' "$logdir/lint.log" | tail -n 80
-			fail "golangci-lint found issues (log: $logdir/lint.log)"
-		}
-		done_step
-	fi
-
 	if [ "${INTREE_FULL:-1}" = 1 ]; then
-		# Our test files join KEDA's pkg/scalers test package: one binary, one
-		# TestMain, shared process state. Run all of KEDA's scaler tests with
+		# Our test files join KEDA's test packages: one binary, one TestMain,
+		# shared process state. Run all of KEDA's tests of those packages with
 		# ours in; a failure counts against us only if it fails again with our
 		# files in and passes once they are taken out.
-		step "all of KEDA's go test ./pkg/scalers with our test files in the package"
-		(cd "$scratch" && go test -count=1 -v ./pkg/scalers/) >"$logdir/test-keda.log" 2>&1
+		step "all of KEDA's go test ./pkg/scalers ./pkg/scalers/azure with our test files in the packages"
+		# shellcheck disable=SC2086
+		(cd "$scratch" && go test -count=1 -v $pkgs) >"$logdir/test-keda.log" 2>&1
 		status=$?
 		echo "    $(grep -cE '^--- PASS' "$logdir/test-keda.log") passed, $(grep -cE '^--- FAIL' "$logdir/test-keda.log") failed"
 		if [ "$status" -ne 0 ]; then
 			failed=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda.log" | awk '{print $3}' | sort -u)
 			[ -n "$failed" ] || {
 				tail -n 40 "$logdir/test-keda.log" >&2
-				fail "go test ./pkg/scalers exited $status without a failing test"
+				fail "go test exited $status without a failing test"
 			}
 			grep -E -B12 -A4 '^--- FAIL' "$logdir/test-keda.log" | head -80 | sed 's/^/    | /'
 			# A test that passes on a second try with our files in is flaky
 			# (fixed ports, wall-clock hours), not ours to answer for.
 			echo "    failed: $(echo $failed); re-running them with our test files"
-			(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-again.log" 2>&1
+			# shellcheck disable=SC2086
+			(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" $pkgs) >"$logdir/test-keda-again.log" 2>&1
 			again=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-again.log" | awk '{print $3}' | sort -u)
 			flaky=$(comm -23 <(echo "$failed") <(echo "$again") | grep -v '^$')
 			[ -z "$flaky" ] || echo "    passed on a second try (flaky, not counted): $(echo $flaky)"
@@ -371,9 +599,12 @@ if [ "$mode" = check ]; then
 			if [ -n "$failed" ]; then
 				echo "    failing again: $(echo $failed); re-running them without our test files"
 				mkdir -p "$logdir/aside"
-				mv "$scratch"/pkg/scalers/azure_cosmosdb_*_test.go "$logdir/aside/"
-				(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" ./pkg/scalers/) >"$logdir/test-keda-without-ours.log" 2>&1
-				mv "$logdir"/aside/*.go "$scratch/pkg/scalers/"
+				for f in "${our_tests[@]}"; do
+					mkdir -p "$logdir/aside/$(dirname "$f")" && mv "$scratch/$f" "$logdir/aside/$f"
+				done
+				# shellcheck disable=SC2086
+				(cd "$scratch" && go test -count=1 -v -run "^($(echo $failed | tr ' ' '|'))\$" $pkgs) >"$logdir/test-keda-without-ours.log" 2>&1
+				for f in "${our_tests[@]}"; do mv "$logdir/aside/$f" "$scratch/$f"; done
 				still=$(grep -oE '^--- FAIL: [^ ]+' "$logdir/test-keda-without-ours.log" | awk '{print $3}' | sort -u)
 				ours=$(comm -23 <(echo "$failed") <(echo "$still") | grep -v '^$')
 				[ -z "$still" ] || echo "    failing without our files too (KEDA's own, not counted): $(echo $still)"
@@ -382,30 +613,323 @@ if [ "$mode" = check ]; then
 		fi
 		done_step
 	fi
+
+	step "go vet -tags e2e $e2e_pkgs"
+	# shellcheck disable=SC2086
+	run vet-e2e.log go vet -tags e2e $e2e_pkgs
+	done_step
+
+	if [ "${#deferred_failures[@]}" -gt 0 ]; then
+		step_name="(earlier steps)"
+		printf '    %s\n' "${deferred_failures[@]}" >&2
+		fail "${#deferred_failures[@]} step(s) failed"
+	fi
+	# What make intree-patch can quote: this exact tree passed.
+	tree=$(cd "$scratch" && git add -A -f && git write-tree)
+	mkdir -p "$cache/passed" &&
+		printf 'make intree passed on %s: golangci-lint %s (KEDA .golangci.yml) 0 findings; our unit tests %s passed; KEDA %s, in %ss\n' \
+			"$(date -u +%Y-%m-%dT%H:%MZ)" "$lint_version" "$passed" "$keda_version" "$(($(date +%s) - script_start))" >"$cache/passed/$tree"
 else
-	# The e2e tests' modules belong in the patch too.
-	if [ -d "$scratch/tests/scalers/azure/azure_cosmosdb" ]; then
-		step "modules for the e2e tests"
-		TAGS=e2e ensure_modules e2e ./tests/scalers/azure/azure_cosmosdb...
+	# --- 3. The pull request ------------------------------------------------------
+	step "commit the change as a series on KEDA $keda_version"
+	git_as_author() {
+		(cd "$scratch" && GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email \
+			GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
+			git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" "$@")
+	}
+	msg1=$src/hack/intree-commit-message.txt
+	msg2=$src/hack/intree-commit-message-e2e.txt
+	[ -f "$msg1" ] || fail "no $msg1"
+	if [ "$series" = split ]; then
+		[ -f "$msg2" ] || fail "no $msg2"
+		# 1: the scaler, its unit tests, the generated schema: everything but tests/.
+		run git-add-1.log git add -A -f -- . ':!tests'
+		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
+		# 2: KEDA's two e2e suites and their helper.
+		run git-add-2.log git add -A -f
+		if ! (cd "$scratch" && git diff --cached --quiet); then
+			git_as_author commit -q -s -F "$msg2" >"$logdir/git-commit-2.log" 2>&1 || fail "git commit (log: $logdir/git-commit-2.log)"
+		fi
+	else
+		run git-add.log git add -A -f
+		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit.log" 2>&1 || fail "git commit (log: $logdir/git-commit.log)"
+	fi
+	(cd "$scratch" && git status --porcelain | grep -q .) && fail "files left out of the series: $(cd "$scratch" && git status --porcelain | head -5)"
+	(cd "$scratch" && git log --reverse --format='    %h %s' "$base..HEAD")
+	(cd "$scratch" && git -c core.quotepath=off diff --stat=100 "$base" HEAD) | sed 's/^/    /'
+	done_step
+
+	step "size of the pull request (added lines)"
+	numstat=$(cd "$scratch" && git -c core.quotepath=off diff --numstat "$base" HEAD)
+	size_report=$(printf '%s\n' "$numstat" | awk -v lp=$limit_prod -v lu=$limit_unit -v le=$limit_e2e -v lt=$limit_total '
+		function add(k) { a[k] += $1; d[k] += $2; n[k]++ }
+		{ if ($1 == "-") $1 = 0; if ($2 == "-") $2 = 0
+		  if ($3 ~ /^pkg\// && $3 ~ /\.go$/ && $3 !~ /_test\.go$/) add("prod")
+		  else if ($3 ~ /^pkg\// && $3 ~ /_test\.go$/) add("unit")
+		  else if ($3 ~ /^tests\//) add("e2e")
+		  else add("other")
+		  add("total") }
+		function row(k, label, limit) {
+			over = (limit > 0 && a[k] > limit)
+			printf "%-40s %5d files %+7d %7d  %s\n", label, n[k], a[k], -d[k], (limit > 0 ? sprintf("limit %5d  %s", limit, over ? "OVER" : "ok") : "")
+			if (over) bad++ }
+		END { printf "%-40s %11s %7s %7s\n", "", "", "added", "removed"
+		      row("prod", "production (non-test .go under pkg/)", lp)
+		      row("unit", "unit tests (_test.go under pkg/)", lu)
+		      row("e2e", "e2e (tests/)", le)
+		      row("other", "other (generated schema, ...)", 0)
+		      row("total", "everything", lt)
+		      exit (bad > 0) }')
+	size_status=$?
+	echo "$size_report" | sed 's/^/    /'
+	if [ "$size_status" -ne 0 ]; then
+		if [ -n "$patch_dir" ]; then
+			deferred_failures+=("size: over the limits (production $limit_prod, unit tests $limit_unit, tests/ $limit_e2e, all $limit_total)")
+			echo "    OVER THE LIMITS (the pull request is still written; the run fails at the end)"
+		else
+			echo "    over the limits (not checked without PATCH_DIR)"
+		fi
+	else
 		done_step
 	fi
-	step "write the patch against KEDA $keda_version"
-	run git-add-change.log git add -A -f
-	(cd "$scratch" && git -c core.quotepath=off diff --cached --stat HEAD) | sed 's/^/    /'
-	# KEDA's release notes are generated from PR titles (Component:
-	# Description), so the change travels as a commit whose subject is that
-	# title: git am keeps it, git apply ignores it.
-	run git-commit-change.log git -c user.name=intree -c user.email=intree@localhost -c commit.gpgsign=false \
-		commit -q -F "$src/hack/intree-commit-message.txt"
-	(cd "$scratch" && git format-patch -1 --stdout HEAD) >"$patch_file" || fail "git format-patch"
-	echo "    $patch_file ($(wc -l <"$patch_file") lines); apply in a KEDA $keda_version checkout with: git am $(basename "$patch_file") (or git apply)"
+
+	step "write the pull request"
+	if [ -n "$patch_dir" ]; then
+		if [ -e "$patch_dir" ]; then
+			if [ -e "$patch_dir/.intree-pr" ]; then
+				rm -rf "$patch_dir" || fail "cannot empty $patch_dir"
+			elif [ -n "$(ls -A "$patch_dir" 2>/dev/null)" ]; then
+				fail "$patch_dir is not empty and was not made by $0; choose another PATCH_DIR"
+			fi
+		fi
+		mkdir -p "$patch_dir" && touch "$patch_dir/.intree-pr" || fail "mkdir $patch_dir"
+		(cd "$scratch" && git format-patch -q -o "$patch_dir" "$base..HEAD") >"$logdir/format-patch.log" 2>&1 ||
+			fail "git format-patch (log: $logdir/format-patch.log)"
+		ls "$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch | sed 's/^/    /'
+	fi
+	if [ -n "$patch_file" ]; then
+		mkdir -p "$(dirname "$patch_file")"
+		(cd "$scratch" && git format-patch --stdout "$base..HEAD") >"$patch_file" || fail "git format-patch"
+		echo "    $patch_file ($(wc -l <"$patch_file") lines, $(grep -c '^From [0-9a-f]\{40\} ' "$patch_file") commits); apply in a KEDA $keda_version checkout with: git am $(basename "$patch_file")"
+	fi
+
+	if [ -n "$patch_dir" ]; then
+		# keda-docs.patch: the scaler's page, from docs/azure-cosmosdb.md.
+		page=$logdir/azure-cosmos-db.md
+		doc=$src/docs/azure-cosmosdb.md
+		[ -f "$doc" ] || fail "no docs/azure-cosmosdb.md"
+		if head -n 1 "$doc" | grep -q '^+++$'; then
+			cp "$doc" "$page"
+		else
+			# A page that starts with "# Title": keda-docs' front matter instead.
+			title=$(sed -n '1s/^# //p' "$doc")
+			[ -n "$title" ] || fail "docs/azure-cosmosdb.md starts with neither +++ front matter nor a # title"
+			{
+				printf '+++\ntitle = "%s"\navailability = "v2.21+"\nmaintainer = "Microsoft"\ncategory = "Data & Storage"\n' "$title"
+				printf 'description = "Scale Azure Cosmos DB change feed processors on the work still waiting in their partitions."\ngo_file = "azure_cosmosdb_scaler"\n+++\n'
+				tail -n +2 "$doc"
+			} >"$page"
+		fi
+		front=$(awk 'NR == 1 { next } /^\+\+\+$/ { exit } { print }' "$page")
+		for key in title availability maintainer category description go_file; do
+			echo "$front" | grep -q "^$key = \"..*\"$" || fail "the page's front matter has no $key (keda-docs needs title, availability, maintainer, category, description, go_file)"
+		done
+		echo "$front" | grep -q '^go_file = "azure_cosmosdb_scaler"$' || fail "the page's go_file is not azure_cosmosdb_scaler"
+		# Links to pages of this repository mean nothing on keda.sh: a
+		# sentence "See [x](y.md) ..." pointing at one is dropped; any other
+		# is an error.
+		perl -0 -p -i -e 's/ ?See \[[^\]]*\]\([a-z0-9_-]+\.md(#[^)]*)?\)[^.]*\.//g' "$page" || fail "perl"
+		local_links=$(grep -n -o -E '\]\([^)]+\)' "$page" | grep -v -E '\]\((#|https?://|\./\.\./|\.\./)' || true)
+		[ -z "$local_links" ] || fail "links on the page that keda-docs cannot resolve: $(echo $local_links)"
+		# Anchors: Hugo's heading ids (GitHub's rule: lower case, punctuation
+		# dropped, spaces to hyphens).
+		slugs() { sed -n 's/^#\{1,6\} \{1,\}//p' "$1" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 _-]//g; s/ /-/g'; }
+		missing=$(grep -o -E '\]\(#[^)]+\)' "$page" | sed -E 's/^\]\(#//; s/\)$//' | sort -u | grep -v -x -F -f <(slugs "$page"))
+		[ -z "$missing" ] || fail "anchors on the page with no heading: $(echo $missing)"
+		docs_git=$logdir/keda-docs
+		rm -rf "$docs_git"
+		if [ -n "${KEDA_DOCS_DIR:-}" ]; then
+			git clone -q --shared "$KEDA_DOCS_DIR" "$docs_git" >"$logdir/docs-clone.log" 2>&1 || fail "git clone $KEDA_DOCS_DIR (log: $logdir/docs-clone.log)"
+			docs_base="kedacore/keda-docs at $(cd "$docs_git" && git log -1 --format='%h (%cs)')"
+			# Relative links resolve against the docs version; a version that does
+			# not exist yet is checked against the newest one that does.
+			check_ver=$docs_version
+			if [ ! -d "$docs_git/content/docs/$docs_version" ]; then
+				check_ver=$(cd "$docs_git/content/docs" && ls -d [0-9]* | sort -V | tail -n 1)
+				docs_note="content/docs/$docs_version does not exist in $docs_base yet (keda-docs' CONTRIBUTING, \"Preparing a new version\": it is copied from the current version); the page's links were checked against content/docs/$check_ver."
+				echo "    $docs_note"
+			fi
+			grep -o -E '\]\(\.{1,2}/[^)]+\)' "$page" | sed -E 's/^\]\(//; s/\)$//' | sort -u | while IFS= read -r l; do
+				target=$(realpath -m "$docs_git/content/docs/$check_ver/scalers/${l%%#*}")
+				if [ ! -f "$target" ]; then
+					echo "$l"
+				elif [ "$l" != "${l%%#*}" ] && ! slugs "$target" | grep -q -x -F "${l#*#}"; then
+					echo "$l (no such heading)"
+				fi
+			done >"$logdir/docs-broken-links"
+			[ -s "$logdir/docs-broken-links" ] && fail "links on the page with no target in keda-docs: $(cat "$logdir/docs-broken-links" | tr '\n' ' ')"
+		else
+			git init -q "$docs_git" || fail "git init"
+			docs_base="nothing (KEDA_DOCS_DIR unset: the patch creates the page; links not checked)"
+		fi
+		mkdir -p "$docs_git/$(dirname "$docs_page")"
+		cp "$page" "$docs_git/$docs_page"
+		(cd "$docs_git" && git add "$docs_page" &&
+			GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
+				git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" commit -q -s -F - <<EOF
+Azure Cosmos DB Scaler: document lease formats, all versions and deletes, upgrading from v2.21.0
+
+The page of the azure-cosmosdb scaler that the kedacore/keda pull request
+"$(head -n 1 "$msg1")"
+puts in place: which leases count (.NET, Java, EPK-range and .NET v2 library
+leases), how the lag is computed for latest-version and
+all-versions-and-deletes processors, how the metric is capped, partition
+splits, error handling, and what users of KEDA v2.21.0's scaler see change.
+EOF
+		) >"$logdir/docs-commit.log" 2>&1 || fail "keda-docs commit (log: $logdir/docs-commit.log)"
+		if (cd "$docs_git" && git rev-parse -q --verify HEAD~1 >/dev/null); then
+			(cd "$docs_git" && git format-patch --stdout HEAD~1..HEAD) >"$patch_dir/keda-docs.patch"
+		else
+			(cd "$docs_git" && git format-patch --stdout --root HEAD) >"$patch_dir/keda-docs.patch"
+		fi
+		[ -s "$patch_dir/keda-docs.patch" ] || fail "keda-docs.patch is empty"
+		echo "    $patch_dir/keda-docs.patch: $docs_page ($(wc -l <"$page") lines), on $docs_base"
+	fi
 	done_step
+
+	# --- 4. The claim, tested: git am onto a pristine release -----------------------
+	step "git am the series onto a fresh git init copy of KEDA $keda_version"
+	am_dir=$scratch.am
+	fresh_copy "$am_dir"
+	if [ -n "$patch_dir" ]; then am_input=("$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
+	(cd "$am_dir" && git -c user.name=am -c user.email=am@keda.invalid am -q "${am_input[@]}") >"$logdir/git-am.log" 2>&1 || {
+		tail -n 30 "$logdir/git-am.log" >&2
+		fail "git am does not apply the series to KEDA $keda_version"
+	}
+	[ "$(cd "$am_dir" && git rev-parse 'HEAD^{tree}')" = "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" ] ||
+		fail "the tree git am makes differs from the patched tree"
+	commits=$(cd "$am_dir" && git rev-list --reverse "$(git rev-list --max-parents=0 HEAD)..HEAD")
+	for c in $commits; do
+		(cd "$am_dir" && git log -1 --format=%B "$c") | grep -q -x -F "Signed-off-by: $author_name <$author_email>" ||
+			fail "commit $(cd "$am_dir" && git log -1 --format='%h %s' "$c") has no Signed-off-by: $author_name <$author_email>"
+		[ "$(cd "$am_dir" && git log -1 --format='%an <%ae>' "$c")" = "$author_name <$author_email>" ] || fail "commit $c has another author"
+	done
+	echo "    $(echo $commits | wc -w) commit(s) applied, each signed off by $author_name <$author_email>; the tree equals the patched one"
+	done_step
+
+	if [ "$verify" = build ]; then
+		for c in $commits; do
+			subject=$(cd "$am_dir" && git log -1 --format=%s "$c")
+			step "commit $(cd "$am_dir" && git rev-parse --short "$c") builds on its own: $subject"
+			(cd "$am_dir" && git checkout -q --detach "$c") || fail "git checkout $c"
+			# shellcheck disable=SC2086
+			(cd "$am_dir" && go vet $pkgs ./pkg/scaling && go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper &&
+				go build -o /dev/null ./cmd/operator && go build -o /dev/null ./cmd/adapter) \
+				>"$logdir/verify-$c.log" 2>&1 || {
+				tail -n 40 "$logdir/verify-$c.log" >&2
+				fail "commit $c does not build (go vet / go build)"
+			}
+			echo "    go vet $pkgs ./pkg/scaling; go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper; go build ./cmd/operator ./cmd/adapter: ok"
+			if (cd "$am_dir" && git diff --name-only "$c~1" "$c" | grep -q '^pkg/'); then
+				mapfile -t here < <(cd "$am_dir" && printf '%s\n' "${our_tests[@]}" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
+				names=$(cd "$am_dir" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "${here[@]}" | sed 's/^func //; s/($//' | grep -v -x TestMain | sort -u)
+				# shellcheck disable=SC2086
+				(cd "$am_dir" && go test -count=1 $pkgs -run "^($(echo $names | tr ' ' '|'))\$") >"$logdir/verify-test-$c.log" 2>&1 || {
+					tail -n 60 "$logdir/verify-test-$c.log" >&2
+					fail "our unit tests fail at commit $c"
+				}
+				echo "    our unit tests ($(echo $names | wc -w) top-level): ok"
+			fi
+			done_step
+		done
+	fi
+
+	if [ -n "$patch_dir" ]; then
+		step "PULL_REQUEST.md from hack/pr/PULL_REQUEST.md.tmpl"
+		tmpl=$src/hack/pr/PULL_REQUEST.md.tmpl
+		[ -f "$tmpl" ] || fail "no $tmpl"
+		pr=$patch_dir/PULL_REQUEST.md
+		frag=$logdir/pr
+		rm -rf "$frag" && mkdir -p "$frag"
+		(cd "$scratch" && git log -1 --format=%s "$(git rev-list --reverse "$base..HEAD" | head -n 1)") >"$frag/TITLE"
+		(cd "$scratch" && git log -1 --format=%b "$(git rev-list --reverse "$base..HEAD" | head -n 1)") | sed '/^Signed-off-by:/d' >"$frag/DESCRIPTION"
+		(cd "$scratch" && git log --reverse --format='%s' "$base..HEAD") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
+		{
+			echo "| file | added | removed |"
+			echo "| --- | ---: | ---: |"
+			printf '%s\n' "$numstat" | awk '{ if ($1 == "-") $1 = 0; if ($2 == "-") $2 = 0; printf "| `%s` | %d | %d |\n", $3, $1, $2 }'
+		} >"$frag/FILES"
+		{
+			echo '```'
+			echo "$size_report"
+			echo '```'
+		} >"$frag/SIZE"
+		# The bench figure: the side-by-side table of BENCHMARKS.md, if any.
+		bench=$src/BENCHMARKS.md
+		if [ -f "$bench" ] && grep -q '^## Side by side with KEDA' "$bench"; then
+			awk '/^## Side by side with KEDA/ { on = 1; print "From BENCHMARKS.md, \"" substr($0, 4) "\" (`make bench-compare`):"; print ""; next }
+				on && /^## / { exit }
+				on && /^\| ---/ { print; next }
+				on && /^\|/ { print; tables = 1; next }
+				on && tables && !/^\|/ { exit }
+				on && !tables && NF { print }
+				on && !tables && !NF { print }' "$bench" >"$frag/BENCH"
+			# The ratios the table gives, at 100 and 1,000 leases.
+			awk -F'|' '/^## Side by side with KEDA/ { on = 1; next } on && /^## / { exit }
+				on && NF > 5 { gsub(/[*, ]/, "", $2); impl = $3; gsub(/^ +| +$/, "", impl); t = $4; gsub(/[* ]/, "", t)
+					ms = t + 0; if (t ~ /µs$/) ms /= 1000; if (t ~ /[^m]s$/ && t !~ /ms$/ && t !~ /µs$/) ms *= 1000
+					m = $6; sub(/\(.*/, "", m); gsub(/[* ]/, "", m); mtext = m; gsub(/[^0-9]/, "", m)
+					if (impl == "ours") { ours[$2] = ms; om[$2] = m; omt[$2] = mtext } else if (impl ~ /^KEDA/) { keda[$2] = ms; km[$2] = m; kmt[$2] = mtext } }
+				END { if (ours[100] && keda[100]) printf "\n**%.1f× faster per poll at 100 leases** (%s ms vs %s ms)", keda[100] / ours[100], keda[100], ours[100]
+				      if (ours[1000] && keda[1000] && om[1000] && km[1000]) printf "; **%.1f× less time per lease counted at 1,000 leases** (KEDA v2.21.0 counts %s of them, ours %s).\n", (keda[1000] / km[1000]) / (ours[1000] / om[1000]), kmt[1000], omt[1000]
+				      else if (ours[100] && keda[100]) printf ".\n" }' "$bench" >>"$frag/BENCH"
+		else
+			echo "_(no bench figure: this repository has no BENCHMARKS.md with a \"Side by side with KEDA\" section)_" >"$frag/BENCH"
+		fi
+		# The user-visible differences as the documentation states them.
+		awk '/^### Upgrading from KEDA/ { on = 1; next } on && /^##/ { exit } on { print }' "$src/docs/azure-cosmosdb.md" >"$frag/UPGRADING"
+		[ -s "$frag/UPGRADING" ] || echo "_(docs/azure-cosmosdb.md has no \"Upgrading from KEDA\" section)_" >"$frag/UPGRADING"
+		passed_note="not run on this tree: run \`make intree\` (KEDA's golangci-lint, our unit tests and all of KEDA's tests of the two packages, go vet of the e2e suites)"
+		tree=$(cd "$scratch" && git rev-parse 'HEAD^{tree}')
+		[ -f "$cache/passed/$tree" ] && passed_note=$(cat "$cache/passed/$tree")
+		{
+			echo "$passed_note"
+			echo ""
+			echo "\`make intree-patch\`: the series applies with \`git am\` to a \`git init\` copy of KEDA $keda_version and gives the same tree; $([ "$verify" = build ] && echo "each commit passes \`go vet\` (e2e tag included) and builds the operator and adapter, and our unit tests pass at the commits that carry them" || echo "per-commit builds not checked (INTREE_VERIFY=am)"); the patch adds no requirement to KEDA's \`go.mod\`."
+		} >"$frag/CHECKS"
+		echo "$docs_page" >"$frag/DOCS_PAGE"
+		echo "$keda_version" >"$frag/KEDA_VERSION"
+		{
+			echo "\`keda-docs.patch\` (beside this file) adds \`$docs_page\`, generated from this repository's \`docs/azure-cosmosdb.md\`; it is based on $docs_base."
+			[ -n "${docs_note:-}" ] && echo "$docs_note"
+		} >"$frag/DOCS"
+		# No fragment starts or ends with blank lines.
+		for f in "$frag"/*; do
+			awk 'NF { for (; blank > 0; blank--) print ""; print; seen = 1; next } seen { blank++ }' "$f" >"$f.trim" && mv "$f.trim" "$f"
+		done
+		# @@NAME@@ on a line of its own is replaced by the fragment NAME; inline, by its first line.
+		awk -v dir="$frag" '
+			/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
+				if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
+				print line; while ((getline line < f) > 0) print line; close(f); next }
+			{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
+					if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
+					close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
+			  print }' "$tmpl" >"$pr" || fail "PULL_REQUEST.md: a placeholder of the template has no value"
+		grep -q '@@[A-Z_]*@@' "$pr" && fail "PULL_REQUEST.md still has placeholders: $(grep -o '@@[A-Z_]*@@' "$pr" | sort -u | tr '\n' ' ')"
+		todo=$(grep -c 'TODO(lead)' "$pr")
+		echo "    $pr ($(wc -l <"$pr") lines)"
+		[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in hack/pr/PULL_REQUEST.md.tmpl (grep -n 'TODO(lead)' $pr)"
+		done_step
+	fi
 fi
 
-if [ "$modules_added" = 1 ]; then
-	echo "modules added to KEDA's go.mod (go.sum too):"
-	gomod_changes | sed 's/^/    /'
+[ -n "$src_tmp" ] && rm -rf "$src_tmp"
+if [ "${#deferred_failures[@]}" -gt 0 ]; then
+	step_name="(earlier steps)"
+	printf '    %s\n' "${deferred_failures[@]}" >&2
+	fail "${#deferred_failures[@]} check(s) failed"
 fi
-echo "in-tree $mode: OK in $(($(date +%s) - script_start))s (scratch tree: $scratch, logs: $logdir)"
+echo "in-tree $mode: OK in $(($(date +%s) - script_start))s (scratch tree: $scratch, logs: $logdir${patch_dir:+, pull request: $patch_dir})"
 exit 0
 }
