@@ -32,7 +32,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
@@ -125,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, setupLogg
 		return exitBadArgs
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", account.Excerpt(fs.Arg(0)))
+		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", excerpt(fs.Arg(0)))
 		return exitBadArgs
 	}
 	if c.version {
@@ -205,7 +204,7 @@ func (h verbosityAsDebug) WithGroup(name string) slog.Handler {
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", account.Excerpt(level))
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", excerpt(level))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch strings.ToLower(format) {
@@ -214,7 +213,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: use json or text", account.Excerpt(format))
+	return nil, fmt.Errorf("--log-format %q: use json or text", excerpt(format))
 }
 
 // serve listens, serves until ctx is done, then shuts down gracefully.

@@ -15,8 +15,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/cosmosdb/account"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -32,7 +30,7 @@ type serverOptions struct {
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)
-	newScaler func(*scalersconfig.ScalerConfig, func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error)
+	newScaler func(*scalersconfig.ScalerConfig, func(triggerEstimate)) (cosmosScaler, triggerInfo, error)
 }
 
 // server implements KEDA's externalscaler.ExternalScaler on top of the
@@ -63,7 +61,7 @@ func newServer(o serverOptions, creds credentials.TransportCredentials) *server 
 		o.lookupEnv = os.LookupEnv
 	}
 	if o.newScaler == nil {
-		o.newScaler = defaultNewScaler
+		o.newScaler = newCosmosScaler
 	}
 	s := &server{opts: o, log: o.logger, health: health.NewServer(), stopping: make(chan struct{})}
 	o.metrics = newServerMetrics(func() int { return s.reg.size() })
@@ -177,7 +175,7 @@ func (s *server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	}
 	defer release()
 	if req.MetricName != in.metricName {
-		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", account.Excerpt(req.MetricName), account.Excerpt(in.metricName))
+		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", excerpt(req.MetricName), excerpt(in.metricName))
 	}
 	e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
 	if err != nil {
@@ -262,7 +260,7 @@ func (s *server) logStream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error, unary bool) {
 	code, duration := status.Code(err), time.Since(start)
 	s.metrics.observeCall(method, code, duration, unary)
-	attrs := []any{"method", method, "namespace", account.Excerpt(ref.GetNamespace()), "name", account.Excerpt(ref.GetName()),
+	attrs := []any{"method", method, "namespace", excerpt(ref.GetNamespace()), "name", excerpt(ref.GetName()),
 		"code", code.String(), "duration", duration.Round(time.Microsecond).String()}
 	switch code {
 	case codes.OK, codes.Canceled:
