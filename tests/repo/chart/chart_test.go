@@ -170,6 +170,10 @@ func TestChartDefaults(t *testing.T) {
 	if appVersion == nil || c.Image != "ghcr.io/kedacore/cosmosdb-external-scaler:"+appVersion[1] {
 		t.Errorf("image %q, want the chart's appVersion %v", c.Image, appVersion)
 	}
+	// The plain manifest deploys the same image.
+	if m := regexp.MustCompile(`(?m)^\s+image: (\S+)`).FindStringSubmatch(readRepoFile(t, "deploy/external-scaler.yaml")); m == nil || m[1] != c.Image {
+		t.Errorf("deploy/external-scaler.yaml runs image %v, the chart %s", m, c.Image)
+	}
 	psc, sc := pod.Spec.SecurityContext, c.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context %+v: want runAsNonRoot and the RuntimeDefault seccomp profile", psc)
