@@ -5,6 +5,7 @@ PKGS := ./...
 .DEFAULT_GOAL := build
 
 .PHONY: help build test lint ci demo bench bench-compare external-kedaclient intree intree-patch e2e-local
+.PHONY: image image-push helm-lint helm-template helm-package tools dist
 
 help: ## List the targets and what each does
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -44,3 +45,54 @@ intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/ke
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
 	hack/e2e-local.sh
+
+# ---- the external scaler's image and Helm chart -------------------------------
+# Stamped into the binaries (internal/version) and the image labels.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_TAR ?= bin/cosmosdb-external-scaler-image.tar
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE ?= ghcr.io/kedacore/cosmosdb-external-scaler:$(VERSION)
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+# Go module proxy tools, pinned. `make tools` installs them into .cache/bin
+# (what .ci/run does first, and what the tests use when present).
+HELM_PKG := helm.sh/helm/v3/cmd/helm@v3.22.0
+ACTIONLINT_PKG := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+TOOLS_BIN := $(CURDIR)/.cache/bin
+HELM ?= $(if $(wildcard $(TOOLS_BIN)/helm),$(TOOLS_BIN)/helm,$(GO) run $(HELM_PKG))
+CHART := deploy/helm/cosmosdb-external-scaler
+# A helm built by go install assumes Kubernetes v1.20.0, below the chart's kubeVersion.
+HELM_TEMPLATE_FLAGS ?= --kube-version 1.32.0
+IMAGE_BUILD = SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+	$(GO) -C deploy/image run . -repo $(CURDIR) -platforms $(IMAGE_PLATFORMS) \
+	-version $(VERSION) -commit $(COMMIT) -ca-bundle $(CA_BUNDLE)
+
+image: ## The external scaler's image as an OCI image tarball, no container engine (IMAGE_TAR=bin/cosmosdb-external-scaler-image.tar; linux/amd64 and linux/arm64)
+	$(IMAGE_BUILD) -output $(abspath $(IMAGE_TAR))
+
+image-push: ## Build the same multi-arch image and push it (IMAGE=registry/repository:tag; credentials of ~/.docker/config.json)
+	$(IMAGE_BUILD) -push $(IMAGE)
+
+helm-lint: ## helm lint --strict of the external scaler's chart (helm from the Go module proxy, pinned)
+	$(HELM) lint --strict $(CHART)
+
+helm-template: ## Render the external scaler's chart with its default values
+	$(HELM) template cosmosdb-external-scaler $(CHART) --namespace keda $(HELM_TEMPLATE_FLAGS)
+
+helm-package: ## Package the chart into bin/ (CHART_VERSION, APP_VERSION default to the chart's own)
+	$(HELM) package $(CHART) --destination bin $(if $(CHART_VERSION),--version $(CHART_VERSION)) $(if $(APP_VERSION),--app-version $(APP_VERSION))
+
+tools: ## Install the pinned helm and actionlint from the Go module proxy into .cache/bin
+	GOBIN=$(TOOLS_BIN) GOFLAGS=-buildvcs=false $(GO) install $(HELM_PKG)
+	GOBIN=$(TOOLS_BIN) GOFLAGS=-buildvcs=false $(GO) install $(ACTIONLINT_PKG)
+
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+dist: ## cosmoslag release binaries for DIST_PLATFORMS into bin/dist, with SHA256SUMS (version stamped as in the image)
+	@mkdir -p bin/dist
+	@set -e; for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  out=bin/dist/cosmoslag-$(VERSION)-$$os-$$arch$$ext; echo "go build $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+	    -ldflags "-s -w -X github.com/kedacore/keda-cosmosdb-scaler/internal/version.version=$(VERSION) -X github.com/kedacore/keda-cosmosdb-scaler/internal/version.commit=$(COMMIT)" \
+	    -o $$out ./cmd/cosmoslag; \
+	done; cd bin/dist && sha256sum cosmoslag-* > SHA256SUMS

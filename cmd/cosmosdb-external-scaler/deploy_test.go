@@ -171,7 +171,7 @@ func TestDeployManifest(t *testing.T) {
 	}
 	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
 	r := &pb.ScaledObjectRef{Namespace: m.scaledObject.Namespace, Name: m.scaledObject.Name, ScalerMetadata: md}
-	in, err := newInstance(r, instanceKey{r.Namespace, r.Name, metadataHash(md)}, serverOptions{httpTimeout: cfg.httpTimeout, lookupEnv: lookup, newScaler: defaultNewScaler})
+	in, err := newInstance(r, instanceKey{r.Namespace, r.Name, metadataHash(md)}, serverOptions{httpTimeout: cfg.httpTimeout, lookupEnv: lookup, newScaler: newCosmosScaler})
 	if err != nil {
 		t.Fatalf("example trigger: %v", err)
 	}

@@ -23,7 +23,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
@@ -126,13 +125,13 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 			v, ok := f.env[name]
 			return v, ok
 		},
-		newScaler: func(c *scalersconfig.ScalerConfig, observe func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error) {
-			s, trigger, err := defaultNewScaler(c, observe)
+		newScaler: func(c *scalersconfig.ScalerConfig, observe func(triggerEstimate)) (cosmosScaler, triggerInfo, error) {
+			s, trigger, err := newCosmosScaler(c, observe)
 			if err != nil {
 				return nil, trigger, err
 			}
 			f.created.Add(1)
-			return &closeCounter{Scaler: s, closed: &f.closed}, trigger, nil
+			return &closeCounter{cosmosScaler: s, closed: &f.closed}, trigger, nil
 		},
 	}
 	for _, opt := range opts {
@@ -239,13 +238,13 @@ func (f *fixture) inTreeMetric(md map[string]string) (int64, bool) {
 			triggerMetadata[k] = v
 		}
 	}
-	s, err := scalers.NewAzureCosmosDBScaler(&scalersconfig.ScalerConfig{
+	s, _, err := newCosmosScaler(&scalersconfig.ScalerConfig{
 		TriggerMetadata:   triggerMetadata,
 		AuthParams:        map[string]string{"connection": f.cosmos.ConnectionString()},
 		ResolvedEnv:       map[string]string{},
 		GlobalHTTPTimeout: 5 * time.Second,
 		TriggerType:       "azure-cosmosdb",
-	})
+	}, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -260,13 +259,13 @@ func (f *fixture) inTreeMetric(md map[string]string) (int64, bool) {
 
 // closeCounter counts Close calls of the in-tree scalers the server builds.
 type closeCounter struct {
-	scalers.Scaler
+	cosmosScaler
 	closed *atomic.Int32
 }
 
 func (c *closeCounter) Close(ctx context.Context) error {
 	c.closed.Add(1)
-	return c.Scaler.Close(ctx)
+	return c.cosmosScaler.Close(ctx)
 }
 
 // eventually polls cond until it holds or timeout passes.

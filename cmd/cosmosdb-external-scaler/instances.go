@@ -10,9 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
-	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
 // instanceKey identifies one trigger configuration of one ScaledObject.
@@ -27,11 +25,11 @@ type instanceKey struct {
 // shutdown, but never while a call (such as a stream) still holds it.
 type instance struct {
 	key        instanceKey
-	scaler     scalers.Scaler
+	scaler     cosmosScaler
 	metricName string // as sent in GetMetricSpec: without KEDA's "s<index>-" prefix
 	target     int64  // changeFeedLagThreshold
 	processor  string
-	secrets    *scalers.Secrets
+	secrets    *secretSet
 	metrics    *serverMetrics
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
@@ -39,13 +37,15 @@ type instance struct {
 	// observed are guarded by it.
 	sem      chan struct{}
 	last     *estimate
-	observed *scalers.AzureCosmosDBEstimate // what the scaler reported for the estimate in progress
+	observed *triggerEstimate // what the scaler reported for the estimate in progress
 
 	// Guarded by registry.mu.
 	refs     int
 	lastUsed time.Time
 	retired  bool   // out of the registry; close when refs drops to 0
 	reason   string // why it was retired
+
+	metricsForgotten bool // guarded by metrics.mu: the series were removed at close
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed after the scaler's Close returned
@@ -87,15 +87,22 @@ func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (e
 
 // observe receives the scaler's estimate and counts it in the metrics,
 // failed ones included; it runs inside GetMetricsAndActivity, so under sem.
-func (in *instance) observe(e scalers.AzureCosmosDBEstimate) {
+func (in *instance) observe(e triggerEstimate) {
 	in.observed = &e
 	in.metrics.observeEstimate(e.Duration, e.Requests, e.RequestCharge, e.Err)
+	in.metrics.observeTrigger(in, e)
+}
+
+// labels name the instance's trigger in the per-trigger series.
+func (in *instance) labels() triggerLabels {
+	return triggerLabels{namespace: in.key.namespace, scaledObject: in.key.name, trigger: in.metricName}
 }
 
 func (in *instance) close(log *slog.Logger) {
 	in.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		in.metrics.forgetTrigger(in)
 		err := in.scaler.Close(ctx)
 		attrs := []any{"namespace", in.key.namespace, "name", in.key.name, "processor", in.processor,
 			"metadataHash", in.key.hash[:12], "reason", in.reason}
@@ -299,7 +306,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if err != nil {
 		return nil, err
 	}
-	secrets := &scalers.Secrets{}
+	secrets := &secretSet{}
 	secrets.Add(tc.secrets...)
 	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}
 	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
@@ -307,17 +314,18 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 		return nil, status.Error(codes.InvalidArgument, secrets.Redact(err.Error()))
 	}
 	in.scaler, in.processor, in.metricName, in.target = sc, trigger.Processor, trigger.MetricName, trigger.Threshold
+	// KEDA's own keys, the ...FromScalerEnv keys and the pod identity keys
+	// are gone from the metadata by now: what remains unknown is the user's.
+	if o.logger != nil {
+		for _, warning := range triggerWarnings(tc.scaler.TriggerMetadata) {
+			o.logger.Warn(warning, "namespace", ref.Namespace, "name", ref.Name)
+		}
+	}
 	return in, nil
 }
 
-// defaultNewScaler builds the scaler exactly as KEDA's constructor for type
-// azure-cosmosdb does, reporting each estimate to observe.
-func defaultNewScaler(c *scalersconfig.ScalerConfig, observe func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error) {
-	return scalers.NewObservedAzureCosmosDBScaler(c, observe)
-}
-
 // estimateStatus turns an estimate failure into a gRPC status.
-func estimateStatus(ctx context.Context, err error, secrets *scalers.Secrets) error {
+func estimateStatus(ctx context.Context, err error, secrets *secretSet) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return status.FromContextError(ctxErr).Err()
 	}

@@ -179,3 +179,66 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("--version: code %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
+
+// The keys KEDA itself sends an external scaler (scalerAddress, enableTLS,
+// unsafeSsl, and caCert, tlsClientCert, tlsClientKey when written into the
+// metadata) draw no "Unmatched input property" warning from the real
+// command; a real typo still does, once per scaler however many calls use it.
+func TestKEDAKeysDrawNoUnmatchedPropertyWarning(t *testing.T) {
+	cosmos := cosmostest.NewServer()
+	defer cosmos.Close()
+	if _, err := cosmos.LaggingLeases("orders-processor", 4, 30); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "--address", "127.0.0.1:0", "--log-level", "info", "--shutdown-timeout", "5s")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", connEnv+"="+cosmos.ConnectionString())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	logs := followLogs(stderr)
+	addr, _ := logs.waitFor(t, "serving")["address"].(string)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewExternalScalerClient(conn)
+	ctx := testContext(t)
+	md := metadata("enableTLS", "false", "unsafeSsl", "false",
+		"caCert", "-----BEGIN CERTIFICATE-----", "tlsClientCert", "-----BEGIN CERTIFICATE-----", "tlsClientKey", "-----BEGIN PRIVATE KEY-----",
+		"changeFeedLagTreshold", "50") // the typo
+	for range 3 {
+		spec, err := client.GetMetricSpec(ctx, ref(md))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref(md), MetricName: spec.MetricSpecs[0].MetricName}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.IsActive(ctx, ref(md)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-logs.done
+	_ = cmd.Wait()
+	all := logs.all.String()
+	if n := strings.Count(all, "Unmatched input property"); n != 1 || !strings.Contains(all, "Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb") {
+		t.Errorf("want exactly one Unmatched input property warning, for changeFeedLagTreshold; got %d:\n%s", n, all)
+	}
+	for _, key := range kedaExternalScalerKeys {
+		if strings.Contains(all, "property "+key+" ") {
+			t.Errorf("KEDA's own key %s drew a warning:\n%s", key, all)
+		}
+	}
+	if strings.Contains(all, "PRIVATE KEY") {
+		t.Errorf("the logs quote a metadata value:\n%s", all)
+	}
+}

@@ -14,8 +14,6 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
 // KEDA hands an external scaler nothing but the trigger's metadata (no
@@ -34,17 +32,16 @@ import (
 // reaches this server as a name; a FromEnv key that carries something other
 // than a variable name is a secret KEDA resolved, and it is refused.
 
-// secretParams are the trigger parameters that hold credentials, as the
-// in-tree scaler declares them.
-var secretParams = func() []string {
-	var names []string
-	for _, p := range scalers.AzureCosmosDBParameters() {
-		if p.Secret {
-			names = append(names, p.Name)
-		}
-	}
-	return names
-}()
+// kedaExternalScalerKeys are the metadata keys KEDA's own external scaler
+// client reads (KEDA v2.21.0, pkg/scalers/external_scaler.go,
+// externalScalerMetadata): scalerAddress, enableTLS and unsafeSsl from the
+// trigger metadata, caCert, tlsClientCert and tlsClientKey from the
+// TriggerAuthentication (sent here only when a user also wrote them into
+// the metadata). KEDA forwards the whole metadata, so these reach this
+// server with every call; they configure KEDA's side of the connection and
+// are not parameters of the scaler, so they are dropped before the in-tree
+// scaler sees them (which would warn "Unmatched input property" for each).
+var kedaExternalScalerKeys = []string{"scalerAddress", "enableTLS", "unsafeSsl", "caCert", "tlsClientCert", "tlsClientKey"}
 
 // Pod identity: the server's own Azure workload identity, chosen per trigger.
 const (
@@ -85,6 +82,9 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 	for k, v := range md {
 		triggerMetadata[k] = v
 	}
+	for _, k := range kedaExternalScalerKeys {
+		delete(triggerMetadata, k)
+	}
 	authParams := map[string]string{}
 	var secrets []string
 	for _, param := range secretParams {
@@ -105,7 +105,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 			if isSet {
 				return nil, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
 			}
-			if !scalers.IsEnvVarName(v) {
+			if !isEnvVarName(v) {
 				return nil, status.Errorf(codes.InvalidArgument,
 					"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
 					fromEnv, fromScalerEnv)
@@ -115,7 +115,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 		if !isSet {
 			continue
 		}
-		if !scalers.IsEnvVarName(name) {
+		if !isEnvVarName(name) {
 			return nil, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
 		}
 		value, _ := lookupEnv(name)

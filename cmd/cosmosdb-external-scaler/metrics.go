@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,33 @@ type serverMetrics struct {
 	estimateDuration *prometheus.HistogramVec // result
 	requests         prometheus.Counter
 	requestCharge    prometheus.Counter
+
+	// Per ScaledObject trigger (labels namespace, scaledObject, trigger):
+	// one series each, removed when the trigger's scaler is closed.
+	trigger triggerGauges
+	mu      sync.Mutex
+	owners  map[triggerLabels]*instance // the instance whose figures the series show
+}
+
+// triggerLabels identify one ScaledObject trigger. KEDA does not send an
+// external scaler the trigger's index, so the trigger is named by its
+// metric (azure-cosmosdb-<leaseContainerId>-<processorName>, KEDA's metric
+// name without the "s<index>-" prefix), which is unique per trigger.
+type triggerLabels struct{ namespace, scaledObject, trigger string }
+
+var triggerLabelNames = []string{"namespace", "scaledObject", "trigger"}
+
+type triggerGauges struct {
+	lag, metric, activePartitions, leases, staleParents, oldestPendingAge *prometheus.GaugeVec
+	success, duration, timestamp                                          *prometheus.GaugeVec
+}
+
+func (g triggerGauges) all() []*prometheus.GaugeVec {
+	return []*prometheus.GaugeVec{g.lag, g.metric, g.activePartitions, g.leases, g.staleParents, g.oldestPendingAge, g.success, g.duration, g.timestamp}
+}
+
+func newTriggerGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metricsNamespace, Subsystem: "trigger", Name: name, Help: help}, triggerLabelNames)
 }
 
 // newServerMetrics registers the series; scalers reports the number of
@@ -55,6 +83,21 @@ func newServerMetrics(scalers func() int) *serverMetrics {
 			Namespace: metricsNamespace, Name: "cosmosdb_request_charge_total",
 			Help: "Request units (RU) Cosmos DB charged for those requests.",
 		}),
+	}
+	m.owners = map[triggerLabels]*instance{}
+	m.trigger = triggerGauges{
+		lag:              newTriggerGauge("lag", "Total change feed lag (pending transactions) of the last successful estimate, per ScaledObject trigger."),
+		metric:           newTriggerGauge("metric_value", "Metric value served to KEDA by the last successful estimate: min(lag, active partitions x changeFeedLagThreshold)."),
+		activePartitions: newTriggerGauge("active_partitions", "Partitions (leases) with lag at the last successful estimate; the HPA never gets more replicas than this."),
+		leases:           newTriggerGauge("leases", "Leases of the processor read by the last successful estimate."),
+		staleParents:     newTriggerGauge("stale_parent_leases", "Leases of a split or merged range (not yet replaced by the processor) at the last successful estimate."),
+		oldestPendingAge: newTriggerGauge("oldest_pending_age_seconds", "Age of the oldest pending change at the last successful estimate (0: nothing pending or unknown)."),
+		success:          newTriggerGauge("last_estimate_success", "1 if the last estimate succeeded, 0 if it failed."),
+		duration:         newTriggerGauge("last_estimate_duration_seconds", "Time the last estimate took, failed or not."),
+		timestamp:        newTriggerGauge("last_estimate_timestamp_seconds", "Unix time of the last estimate, failed or not."),
+	}
+	for _, g := range m.trigger.all() {
+		m.registry.MustRegister(g)
 	}
 	m.registry.MustRegister(m.calls, m.callDuration, m.estimateDuration, m.requests, m.requestCharge,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -96,6 +139,56 @@ func (m *serverMetrics) observeEstimate(duration time.Duration, requests int64, 
 	m.estimateDuration.WithLabelValues(result).Observe(duration.Seconds())
 	m.requests.Add(float64(requests))
 	m.requestCharge.Add(requestCharge)
+}
+
+// observeTrigger sets the trigger's series from an estimate of in. The
+// series show the instance that estimated last, so an edited ScaledObject's
+// new scaler takes them over from the old one.
+func (m *serverMetrics) observeTrigger(in *instance, e triggerEstimate) {
+	if m == nil {
+		return
+	}
+	l := in.labels()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if in.metricsForgotten {
+		return // closed: its series are gone and stay gone
+	}
+	m.owners[l] = in
+	values := []string{l.namespace, l.scaledObject, l.trigger}
+	g := m.trigger
+	g.duration.WithLabelValues(values...).Set(e.Duration.Seconds())
+	g.timestamp.WithLabelValues(values...).Set(float64(time.Now().UnixNano()) / 1e9)
+	if e.Err != nil {
+		g.success.WithLabelValues(values...).Set(0)
+		return
+	}
+	g.success.WithLabelValues(values...).Set(1)
+	g.lag.WithLabelValues(values...).Set(float64(e.TotalLag))
+	g.metric.WithLabelValues(values...).Set(float64(e.Metric))
+	g.activePartitions.WithLabelValues(values...).Set(float64(e.ActivePartitions))
+	g.leases.WithLabelValues(values...).Set(float64(e.Leases))
+	g.staleParents.WithLabelValues(values...).Set(float64(e.StaleParents))
+	g.oldestPendingAge.WithLabelValues(values...).Set(e.OldestPendingAge.Seconds())
+}
+
+// forgetTrigger removes the trigger's series when in is closed, unless a
+// newer instance of the same trigger owns them.
+func (m *serverMetrics) forgetTrigger(in *instance) {
+	if m == nil {
+		return
+	}
+	l := in.labels()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in.metricsForgotten = true
+	if m.owners[l] != in {
+		return
+	}
+	delete(m.owners, l)
+	for _, g := range m.trigger.all() {
+		g.DeleteLabelValues(l.namespace, l.scaledObject, l.trigger)
+	}
 }
 
 // httpHandler serves /metrics and, when withPprof, Go's profiling handlers

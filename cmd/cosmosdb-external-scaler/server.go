@@ -15,7 +15,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -31,7 +30,7 @@ type serverOptions struct {
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)
-	newScaler func(*scalersconfig.ScalerConfig, func(scalers.AzureCosmosDBEstimate)) (scalers.Scaler, scalers.AzureCosmosDBTrigger, error)
+	newScaler func(*scalersconfig.ScalerConfig, func(triggerEstimate)) (cosmosScaler, triggerInfo, error)
 }
 
 // server implements KEDA's externalscaler.ExternalScaler on top of the
@@ -62,7 +61,7 @@ func newServer(o serverOptions, creds credentials.TransportCredentials) *server 
 		o.lookupEnv = os.LookupEnv
 	}
 	if o.newScaler == nil {
-		o.newScaler = defaultNewScaler
+		o.newScaler = newCosmosScaler
 	}
 	s := &server{opts: o, log: o.logger, health: health.NewServer(), stopping: make(chan struct{})}
 	o.metrics = newServerMetrics(func() int { return s.reg.size() })
