@@ -166,6 +166,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Database: setup.config.TriggerMetadata["databaseId"], Container: setup.config.TriggerMetadata["containerId"],
 		LeaseDatabase: setup.config.TriggerMetadata["leaseDatabaseId"], LeaseContainer: setup.config.TriggerMetadata["leaseContainerId"],
 		Processor: setup.config.TriggerMetadata["processorName"], MetricType: string(setup.config.MetricType),
+		Warnings: append([]string{}, setup.warnings...),
 	}
 	var estimate *scalers.AzureCosmosDBEstimate
 	scaler, trigger, err := scalers.NewObservedAzureCosmosDBScaler(setup.config, func(e scalers.AzureCosmosDBEstimate) { estimate = &e })
@@ -188,6 +189,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		report.Error, report.ExitCode = setup.secrets.Redact(err.Error()), exitFailed
 		if o.output == "json" {
 			_ = writeJSON(stdout, report)
+		}
+		for _, w := range report.Warnings {
+			fmt.Fprintf(stderr, "cosmoslag check: warning: %s\n", w)
 		}
 		fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
 		return exitFailed

@@ -26,6 +26,9 @@ type checkReport struct {
 	MetricType     string `json:"metricType"`
 	Threshold      int64  `json:"changeFeedLagThreshold"`
 	Activation     int64  `json:"activationChangeFeedLagThreshold"`
+	// Warnings: the scaler's warnings on the trigger's metadata, then
+	// check's own; never a value. Always an array.
+	Warnings []string `json:"warnings"`
 
 	// The estimate's fields are absent when it failed, so that a script
 	// cannot read a failure as a real zero lag or an inactive trigger.
@@ -125,6 +128,12 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 	fmt.Fprintf(&b, "ScaledObject  %s, %s%s\n", r.ScaledObject, trigger, account)
 	fmt.Fprintf(&b, "Processor     %s: monitors %s/%s, leases in %s/%s\n", r.Processor, r.Database, r.Container, r.LeaseDatabase, r.LeaseContainer)
 	fmt.Fprintf(&b, "Metric        %s (%s, target %d, activation above %d)\n\n", r.MetricName, r.MetricType, r.Threshold, r.Activation)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING  %s\n", w)
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
 
 	if len(r.Leases) == 0 {
 		fmt.Fprintf(&b, "No leases: the lease query returned %d document(s) for this processor; leases never checkpointed\n"+

@@ -57,6 +57,10 @@ type triggerSetup struct {
 	scaleDownWindow time.Duration
 	secrets         *scalers.Secrets // values to redact from every output
 	notes           []string         // warnings for stderr
+	// warnings are the scaler's own warnings on the trigger's metadata as
+	// written in the manifest (unknown keys, secrets in plain metadata):
+	// key names only, never a value.
+	warnings []string
 }
 
 // buildTrigger selects the ScaledObject's azure-cosmosdb trigger and
@@ -115,6 +119,9 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 		cfg.TriggerMetadata = map[string]string{}
 	}
 	s.config = cfg
+	// From the manifest's metadata, before --set adds parameters to it
+	// (a credential given with --set is not in plain metadata).
+	s.warnings = scalers.AzureCosmosDBWarnings(trigger.Metadata)
 
 	// A trigger parameter given with --set wins over the manifests whatever
 	// its lookup order, so it goes into the metadata and the auth params,
