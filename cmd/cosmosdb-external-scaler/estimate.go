@@ -102,4 +102,6 @@ func oldestPendingAge(e scalers.AzureCosmosDBEstimate, now time.Time) time.Durat
 
 // triggerWarnings are the warnings a trigger's metadata draws (unknown keys,
 // secrets in plain metadata), naming keys only.
-func triggerWarnings(metadata map[string]string) []string { return scalers.AzureCosmosDBWarnings(metadata) }
+func triggerWarnings(metadata map[string]string) []string {
+	return scalers.AzureCosmosDBWarnings(metadata)
+}
