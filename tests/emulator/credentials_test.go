@@ -54,8 +54,9 @@ func FuzzConnectionString(f *testing.F) {
 		}
 		data, lease, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(connection)}, nil, logr.Discard())
 		if err != nil {
-			if i := strings.Index(strings.ToLower(connection), "accountkey="); i >= 0 {
-				if secret, _, _ := strings.Cut(connection[i+len("accountkey="):], ";"); len(strings.TrimSpace(secret)) >= 8 && strings.Contains(err.Error(), strings.TrimSpace(secret)) {
+			for part := range strings.SplitSeq(connection, ";") {
+				name, secret, _ := strings.Cut(part, "=")
+				if secret = strings.TrimSpace(secret); strings.EqualFold(strings.TrimSpace(name), "AccountKey") && len(secret) >= 8 && strings.Contains(err.Error(), secret) {
 					t.Fatalf("error %q quotes the key", err)
 				}
 			}

@@ -45,8 +45,8 @@ func newCosmosEnvInMode(t *testing.T, ranges int, format leaseFormat, mode chang
 		monitored: db.CreateContainer("orders", "/customerId", ranges),
 		leases:    db.CreateContainer("leases", "/id", 1),
 	}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, cosmostest.LeaseFormat(format))
-	env.processor.Mode = cosmostest.ChangeFeedMode(mode)
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, format)
+	env.processor.Mode = mode
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatalf("create leases: %v", err)
