@@ -65,7 +65,6 @@ func TestPerTriggerMetrics(t *testing.T) {
 		"cosmosdb_external_scaler_trigger_active_partitions":          4,
 		"cosmosdb_external_scaler_trigger_leases":                     4,
 		"cosmosdb_external_scaler_trigger_stale_parent_leases":        0,
-		"cosmosdb_external_scaler_trigger_oldest_pending_age_seconds": 0, // not reported by the scaler yet
 		"cosmosdb_external_scaler_trigger_last_estimate_success":      1,
 	}
 	got := triggerSeries(t, f)
@@ -73,6 +72,11 @@ func TestPerTriggerMetrics(t *testing.T) {
 		if series := got[name]; len(series) != 1 || series[key] != v {
 			t.Errorf("%s = %v, want exactly {%s: %v}", name, series, key, v)
 		}
+	}
+	// The items were written just before the poll: the oldest pending one is
+	// seconds old at most (the server's _ts has one-second resolution).
+	if age, ok := got["cosmosdb_external_scaler_trigger_oldest_pending_age_seconds"][key]; !ok || age < 0 || age > 60 {
+		t.Errorf("oldest pending age %v s (present %v)", age, ok)
 	}
 	if d := got["cosmosdb_external_scaler_trigger_last_estimate_duration_seconds"][key]; d <= 0 || d > 30 {
 		t.Errorf("last estimate duration %v s", d)

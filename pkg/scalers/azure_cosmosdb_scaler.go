@@ -69,10 +69,8 @@ func (m *azureCosmosDBMetadata) Validate() error {
 	} else if m.ChangeFeedLagThreshold > 0 && m.ActivationChangeFeedLagThreshold >= m.ChangeFeedLagThreshold {
 		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold (%d) must be less than changeFeedLagThreshold (%d)", m.ActivationChangeFeedLagThreshold, m.ChangeFeedLagThreshold))
 	}
-	if m.Cloud != "" && !strings.EqualFold(m.Cloud, azure.PrivateCloud) {
-		if _, err := azure.EnvironmentFromName(m.Cloud); err != nil {
-			errs = append(errs, errors.New("cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud or Private"))
-		}
+	if _, err := azure.EnvironmentFromName(m.Cloud); err != nil && m.Cloud != "" && !strings.EqualFold(m.Cloud, azure.PrivateCloud) {
+		errs = append(errs, errors.New("cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud or Private"))
 	}
 	return errors.Join(errs...)
 }
@@ -83,6 +81,12 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	metricType, err := GetMetricTargetType(config)
 	if err != nil {
 		return nil, fmt.Errorf("error getting scaler metric type: %w", err)
+	}
+	// KEDA's parse error quotes a bad number whole; a huge one stops here.
+	for _, name := range []string{"changeFeedLagThreshold", "activationChangeFeedLagThreshold"} {
+		if len(config.TriggerMetadata[name]) > 32 {
+			return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %s must be a whole number of at most 19 digits", name)
+		}
 	}
 	meta := azureCosmosDBMetadata{}
 	err = config.TypedConfig(&meta)
@@ -95,7 +99,6 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	meta.TriggerIndex, meta.PodIdentity = config.TriggerIndex, config.PodIdentity
 	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
 	warnAboutPlainCosmosDBSecrets(config, logger)
-
 	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
 	data, leases, err := azure.ResolveCosmosDBAccounts(meta.CosmosDBAuth, httpClient, logger)
 	if err != nil {
