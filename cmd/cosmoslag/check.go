@@ -197,6 +197,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	report.fill(*estimate)
+	if w := wakeFromZeroWarning(setup, report); w != "" {
+		report.Warnings = append(report.Warnings, w)
+	}
 	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
 	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan
@@ -229,4 +232,19 @@ func jsonRequested(args []string) bool {
 		}
 	}
 	return false
+}
+
+// wakeFromZeroWarning says when the trigger can never wake the processor
+// from zero replicas: no lease is counted (none written yet, or none ever
+// checkpointed: a lease without a continuation is not counted), so the lag
+// stays 0 however many changes arrive, and the ScaledObject may scale to
+// zero (minReplicaCount absent or 0).
+func wakeFromZeroWarning(setup *triggerSetup, r *checkReport) string {
+	if setup.min > 0 || len(r.Leases) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("no lease of processor %s is counted (the lease query returned %d document(s); leases never checkpointed "+
+		"have no continuation and are not counted) and minReplicaCount is %d: the processor will not be woken from zero, "+
+		"whatever its backlog, until a running instance checkpoints its leases; set minReplicaCount: 1 (at least until the leases "+
+		"are checkpointed)", r.Processor, r.LeaseDocuments, setup.min)
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
 // check prints the scaler's own warnings on the trigger's metadata, a
@@ -44,5 +47,53 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 	_, stdout, _ = runCmd(t, "check", "-f", clean, "--emulator", "-o", "json")
 	if !strings.Contains(stdout, `"warnings": []`) {
 		t.Errorf("no empty warnings array:\n%s", stdout)
+	}
+}
+
+// A processor whose leases were never checkpointed (no continuation) has
+// no counted lease: at minReplicaCount 0 it would never be woken from
+// zero, and check says so, in the table and the JSON; at minReplicaCount 1
+// it does not.
+func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
+	srv := cosmostest.NewServer()
+	defer srv.Close()
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 2)
+	leases := db.CreateContainer("leases", "/id", 1)
+	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "dotnet-v0")
+	if _, err := proc.CreateLeases(false); err != nil { // never checkpointed
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("0", 30); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("connectionString", srv.ConnectionString())
+	dir := t.TempDir()
+	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	atZero := writeFile(t, dir, "zero.yaml", scaledObjectYAML)
+	absent := writeFile(t, dir, "absent.yaml", strings.Replace(scaledObjectYAML, "  minReplicaCount: 0\n", "", 1))
+	atOne := writeFile(t, dir, "one.yaml", strings.Replace(scaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: 1", 1))
+
+	for _, so := range []string{atZero, absent} {
+		code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
+		if code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if !regexp.MustCompile(`(?m)^WARNING  no lease of processor order-projector is counted \(the lease query returned 4 document\(s\).*minReplicaCount is 0: the processor will not be woken from zero`).MatchString(stdout) {
+			t.Errorf("%s: no wake-from-zero warning:\n%s", so, stdout)
+		}
+		code, stdout, _ = runCmd(t, "check", "-f", so, "--auth", ta, "-o", "json")
+		var r checkReport
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != exitOK {
+			t.Fatalf("exit %d, %v", code, err)
+		}
+		if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "minReplicaCount") || !strings.Contains(r.Warnings[0], "will not be woken from zero") {
+			t.Errorf("json warnings: %q", r.Warnings)
+		}
+	}
+	code, stdout, _ := runCmd(t, "check", "-f", atOne, "--auth", ta, "-o", "json")
+	var r checkReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != exitOK || len(r.Warnings) != 0 {
+		t.Errorf("minReplicaCount 1: exit %d, %v, warnings %q", code, err, r.Warnings)
 	}
 }
