@@ -165,6 +165,10 @@ spec:
       changeFeedLagThreshold: "{{$.LagThreshold}}"
       activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
 {{if .Endpoint}}      endpoint: {{$.Endpoint}}
+      # The served account has an in-namespace IP, not a documents.azure.com
+      # name: an account key given apart from its endpoint goes there only
+      # with cloud: Private (docs/azure-cosmosdb.md, Security).
+      cloud: Private
 {{end}}    authenticationRef:
       name: {{.Auth}}
 {{end}}`
