@@ -306,6 +306,13 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if err != nil {
 		return nil, err
 	}
+	allowed := o.allowedEndpoints
+	if allowed.patterns == nil {
+		allowed, _ = parseEndpointAllowList(defaultAllowedEndpoints, false)
+	}
+	if err := allowed.check(tc.scaler.TriggerMetadata); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	secrets := &secretSet{}
 	secrets.Add(tc.secrets...)
 	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}

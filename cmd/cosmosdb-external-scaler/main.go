@@ -74,6 +74,7 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	pprof           bool
+	allowed         string // --allowed-endpoints
 }
 
 func newFlagSet(c *config) *flag.FlagSet {
@@ -91,6 +92,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, time given to calls in flight before their connections are closed")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (debug includes every call and the scaler's per-poll figures)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.allowed, "allowed-endpoints", defaultAllowedEndpoints, "host names and *.suffix patterns the scaler sends its credentials to as endpoint/leaseEndpoint (the default: the\nknown clouds' Cosmos DB domains and loopback); listing hosts also allows cloud: Private for them")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiling handlers at /debug/pprof/ on the --health-address listener")
 	return fs
 }
@@ -222,12 +224,17 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
 	}
+	allowed, err := parseEndpointAllowList(c.allowed, c.allowed != defaultAllowedEndpoints)
+	if err != nil {
+		return err
+	}
 	srv := newServer(serverOptions{
-		httpTimeout:    c.httpTimeout,
-		streamInterval: c.streamInterval,
-		resultMaxAge:   c.resultMaxAge,
-		idleTimeout:    c.idleTimeout,
-		logger:         log,
+		allowedEndpoints: allowed,
+		httpTimeout:      c.httpTimeout,
+		streamInterval:   c.streamInterval,
+		resultMaxAge:     c.resultMaxAge,
+		idleTimeout:      c.idleTimeout,
+		logger:           log,
 	}, creds)
 	ln, err := net.Listen("tcp", c.address)
 	if err != nil {

@@ -27,6 +27,9 @@ type serverOptions struct {
 	idleTimeout    time.Duration // close a scaler unused for this long (0: never)
 	logger         *slog.Logger
 	metrics        *serverMetrics // set by newServer; nil records nothing
+	// allowedEndpoints limits endpoint/leaseEndpoint; the zero value (tests)
+	// allows the defaults.
+	allowedEndpoints endpointAllowList
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// defaultAllowedEndpoints are the known clouds' Cosmos DB domains (Cosmos DB
+// in Microsoft Fabric included) and loopback.
+const defaultAllowedEndpoints = "*.documents.azure.com,*.cosmos.fabric.microsoft.com,*.documents.azure.us,*.documents.azure.cn,*.documents.microsoftazure.de,localhost,127.0.0.1,::1"
+
+// endpointAllowList limits the endpoints the external scaler signs for. Its
+// credentials (environment, pod identity) serve every caller, and a caller
+// chooses endpoint and leaseEndpoint: without a limit, any caller could have
+// the production key sign a request for a host of its own.
+type endpointAllowList struct {
+	patterns []string // host names, or "*.suffix" for any name under suffix
+	explicit bool     // set with --allowed-endpoints: cloud: Private is then allowed for these hosts
+}
+
+// parseEndpointAllowList reads --allowed-endpoints: comma-separated host
+// names and "*.suffix" patterns.
+func parseEndpointAllowList(list string, explicit bool) (endpointAllowList, error) {
+	a := endpointAllowList{explicit: explicit}
+	for p := range strings.SplitSeq(list, ",") {
+		p = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(p)), ".")
+		if bare := strings.TrimPrefix(p, "*."); bare == "" || strings.ContainsAny(bare, "*/@ ") {
+			return endpointAllowList{}, fmt.Errorf("--allowed-endpoints: %q is not a host name or a *.suffix pattern", excerpt(p))
+		}
+		a.patterns = append(a.patterns, p)
+	}
+	if len(a.patterns) == 0 {
+		return endpointAllowList{}, errors.New("--allowed-endpoints: no host given")
+	}
+	return a, nil
+}
+
+// allows reports whether host, lower-cased without a trailing dot, matches.
+func (a endpointAllowList) allows(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, p := range a.patterns {
+		if suffix, wild := strings.CutPrefix(p, "*."); wild && strings.HasSuffix(host, "."+suffix) || host == p {
+			return true
+		}
+	}
+	return false
+}
+
+// check refuses a trigger whose endpoint or leaseEndpoint is not allowed,
+// and cloud: Private unless --allowed-endpoints names its hosts. Endpoints
+// inside connection strings come from the scaler's own environment, which
+// its operator chose, and are not checked.
+func (a endpointAllowList) check(metadata map[string]string) error {
+	private := strings.EqualFold(strings.TrimSpace(metadata["cloud"]), "Private")
+	if private && !a.explicit {
+		return errors.New("cloud: Private is refused by this external scaler unless --allowed-endpoints lists the private cloud's hosts")
+	}
+	for _, param := range []string{"endpoint", "leaseEndpoint"} {
+		raw := strings.TrimSpace(metadata[param])
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			continue // the scaler reports the malformed endpoint itself
+		}
+		if !a.allows(u.Hostname()) {
+			return fmt.Errorf("%s: host %q is not in this external scaler's --allowed-endpoints (%s)", param, excerpt(u.Hostname()), strings.Join(a.patterns, ","))
+		}
+	}
+	return nil
+}
