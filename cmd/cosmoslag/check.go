@@ -29,7 +29,7 @@ type checkOptions struct {
 func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag check", flag.ContinueOnError)
 	o.set.values = map[string]string{}
-	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required); may also hold the TriggerAuthentication and Secrets")
+	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required; - for standard input); may also hold the TriggerAuthentication\nand Secrets, as documents, a kind: List, or a bare triggers: fragment")
 	fs.Var(&o.auth, "auth", "TriggerAuthentication or ClusterTriggerAuthentication YAML (repeatable)")
 	fs.StringVar(&o.trigger, "trigger", "", "index in spec.triggers (or name) of the azure-cosmosdb trigger, when there are several")
 	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")

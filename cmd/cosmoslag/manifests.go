@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -22,6 +24,7 @@ type manifests struct {
 	scaledJobs    []string // names: recognised, to say check does not model them
 	auths         []namedAuth
 	secrets       []corev1.Secret
+	notes         []string // what was read in an unusual way, for stderr
 }
 
 // namedAuth is a TriggerAuthentication or ClusterTriggerAuthentication.
@@ -56,56 +59,118 @@ func (m *manifests) secretValue(namespace, name, key string) (value string, foun
 	return "", found, false, elsewhere
 }
 
-// readManifests parses every YAML document of the files (documents are
-// separated by "---" lines) into KEDA's API types. Other kinds are skipped.
+// stdin is what -f - reads; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// readManifests parses every YAML document of the file (documents are
+// separated by "---" lines; "-" is standard input) into KEDA's API types,
+// the items of a kind: List (what kubectl get -o yaml prints) included.
+// Other kinds are skipped. A bare trigger fragment, a YAML list of
+// triggers or a mapping with triggers: and no kind, is read as the
+// triggers of a ScaledObject with KEDA's defaults, with a note.
 func readManifests(m *manifests, path string) error {
-	raw, err := os.ReadFile(path)
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(stdin)
+		path = "standard input"
+	} else {
+		raw, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return err
 	}
 	for i, doc := range splitYAML(raw) {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(doc, &head); err != nil {
-			return fmt.Errorf("%s: document %d: %w", path, i+1, err)
-		}
-		if head.Kind == "Secret" && head.APIVersion == "v1" {
-			var sec corev1.Secret
-			if err := yaml.Unmarshal(doc, &sec); err != nil {
-				// The error may quote the document: name only the place.
-				return fmt.Errorf("%s: document %d: Secret %q: invalid (data values must be base64)", path, i+1, excerpt(sec.Name))
-			}
-			m.secrets = append(m.secrets, sec)
-			continue
-		}
-		if head.Kind != "" && !strings.HasPrefix(head.APIVersion, "keda.sh/") {
-			continue
-		}
-		switch head.Kind {
-		case "ScaledObject":
-			var so kedav1alpha1.ScaledObject
-			if err := yaml.Unmarshal(doc, &so); err != nil {
-				return fmt.Errorf("%s: ScaledObject: %w", path, err)
-			}
-			m.scaledObjects = append(m.scaledObjects, so)
-		case "ScaledJob":
-			var sj struct {
-				Metadata struct{ Name string } `json:"metadata"`
-			}
-			if err := yaml.Unmarshal(doc, &sj); err != nil {
-				return fmt.Errorf("%s: ScaledJob: %w", path, err)
-			}
-			m.scaledJobs = append(m.scaledJobs, sj.Metadata.Name)
-		case "TriggerAuthentication", "ClusterTriggerAuthentication":
-			var ta kedav1alpha1.TriggerAuthentication // both kinds share the spec
-			if err := yaml.Unmarshal(doc, &ta); err != nil {
-				return fmt.Errorf("%s: %s: %w", path, head.Kind, err)
-			}
-			m.auths = append(m.auths, namedAuth{kind: head.Kind, name: ta.Name, namespace: ta.Namespace, spec: ta.Spec})
+		if err := m.addDocument(doc, fmt.Sprintf("%s: document %d", path, i+1), path); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// addDocument reads one YAML document; where names it in errors.
+func (m *manifests) addDocument(doc []byte, where, path string) error {
+	var anyDoc any
+	if err := yaml.Unmarshal(doc, &anyDoc); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if list, ok := anyDoc.([]any); ok {
+		return m.addFragment(list, where, path)
+	}
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+		Triggers   []any             `json:"triggers"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case head.Kind == "" && head.APIVersion == "" && head.Triggers != nil:
+		return m.addFragment(head.Triggers, where, path)
+	case head.Kind == "List" && (head.APIVersion == "v1" || head.APIVersion == ""):
+		for j, item := range head.Items {
+			if err := m.addDocument(item, fmt.Sprintf("%s: item %d", where, j+1), path); err != nil {
+				return err
+			}
+		}
+		return nil
+	case head.Kind == "Secret" && head.APIVersion == "v1":
+		var sec corev1.Secret
+		if err := yaml.Unmarshal(doc, &sec); err != nil {
+			// The error may quote the document: name only the place.
+			return fmt.Errorf("%s: Secret %q: invalid (data values must be base64)", where, excerpt(sec.Name))
+		}
+		m.secrets = append(m.secrets, sec)
+		return nil
+	case head.Kind != "" && !strings.HasPrefix(head.APIVersion, "keda.sh/"):
+		return nil
+	}
+	switch head.Kind {
+	case "ScaledObject":
+		var so kedav1alpha1.ScaledObject
+		if err := yaml.Unmarshal(doc, &so); err != nil {
+			return fmt.Errorf("%s: ScaledObject: %w", path, err)
+		}
+		m.scaledObjects = append(m.scaledObjects, so)
+	case "ScaledJob":
+		var sj struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &sj); err != nil {
+			return fmt.Errorf("%s: ScaledJob: %w", path, err)
+		}
+		m.scaledJobs = append(m.scaledJobs, sj.Metadata.Name)
+	case "TriggerAuthentication", "ClusterTriggerAuthentication":
+		var ta kedav1alpha1.TriggerAuthentication // both kinds share the spec
+		if err := yaml.Unmarshal(doc, &ta); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, head.Kind, err)
+		}
+		m.auths = append(m.auths, namedAuth{kind: head.Kind, name: ta.Name, namespace: ta.Namespace, spec: ta.Spec})
+	}
+	return nil
+}
+
+// fragmentName is the name of the ScaledObject a bare trigger fragment is
+// read into.
+const fragmentName = "fragment"
+
+// addFragment reads a bare list of triggers (the docs' examples show
+// them so) as the triggers of a ScaledObject with KEDA's defaults.
+func (m *manifests) addFragment(triggers []any, where, path string) error {
+	raw, err := json.Marshal(map[string]any{"triggers": triggers})
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	var so kedav1alpha1.ScaledObject
+	if err := json.Unmarshal(raw, &so.Spec); err != nil {
+		return fmt.Errorf("%s: triggers: %w", where, err)
+	}
+	so.Name = fragmentName
+	m.scaledObjects = append(m.scaledObjects, so)
+	m.notes = append(m.notes, fmt.Sprintf("%s is a bare triggers: fragment, not a ScaledObject: read as the triggers of ScaledObject default/%s "+
+		"with KEDA's defaults (minReplicaCount 0, maxReplicaCount 100, no advanced settings)", where, fragmentName))
 	return nil
 }
 

@@ -88,6 +88,7 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 		max:          derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas),
 		cooldown:     time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second,
 		secrets:      values.secrets.Clone(),
+		notes:        slices.Clone(m.notes),
 	}
 	s.scaleDownWindow = defaultScaleDownWindow
 	if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
