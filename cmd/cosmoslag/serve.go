@@ -109,7 +109,11 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
       lease at the current LSNs; without it the leases have no continuation
       yet (a processor that has not checkpointed), and the scaler ignores
       such leases: they count no lag. leaseDatabase defaults to database,
-      accountHost to the endpoint's host.
+      accountHost to the endpoint's host. name is required; "name": ""
+      writes the leases of a processor without a prefix (an Azure Functions
+      trigger without LeaseContainerPrefix: dotnet-v0/dotnet-v1 as Functions
+      v4 writes them, dotnet-v2-library as Functions v3 does), ids
+      "{accountHost}_{dbRid}_{collRid}..{token}".
       -> {"prefix","format","leases":[{"id","token"}]}
   GET  /control/partition-key?database=&container=&range=
       -> {"partitionKey"}: a fresh string value whose items land in that

@@ -285,6 +285,14 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(string(raw), "already has leases") {
 		t.Errorf("second processor create: %d %s", code, raw)
 	}
+	// An Azure Functions app without LeaseContainerPrefix: "name": "" (Functions v3's library format here).
+	var functions control.Leases
+	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
+		"name": "", "database": "e2e", "monitored": "items", "leases": "leases", "format": "dotnet-v2-library",
+	}, http.StatusCreated, &functions)
+	if !strings.HasPrefix(functions.Prefix, "127.0.0.1_") || !strings.HasSuffix(functions.Prefix, "_"+items.RID) || len(functions.Leases) != 4 {
+		t.Errorf("processor without a prefix %+v", functions)
+	}
 	// The lease documents are readable over REST, as a processor reads them.
 	lease0 := proc.Leases[0].ID
 	resp, raw := s.cosmos(t, http.MethodGet, "/dbs/e2e/colls/leases/docs/"+lease0, map[string]string{"x-ms-documentdb-partitionkey": pkHeader(lease0)}, nil)

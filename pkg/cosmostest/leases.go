@@ -37,7 +37,13 @@ import (
 // the beginning" (no If-None-Match), so the lag is every item of the range.
 // CreateLeases(true) checkpoints each lease at the range's current LSN.
 type LeaseWriter struct {
-	Name        string     // processor name: the lease prefix starts with it
+	// Name is the processor name the lease ids start with; "" is a
+	// processor without a prefix, as an Azure Functions Cosmos DB trigger
+	// without LeaseContainerPrefix writes them (Functions v4 with the .NET
+	// v3 SDK: DotNetV0/DotNetV1; Functions v3 with the .NET v2 library:
+	// DotNetV2Library): ids "{AccountHost}_{dbRid}_{collRid}..{token}" and
+	// the same ".info" / ".lock" documents.
+	Name        string
 	AccountHost string     // host written into lease ids; defaults to the monitored server's Host()
 	Monitored   *Container // the data container
 	Leases      *Container // the lease container, partitioned by /id or /partitionKey
@@ -50,7 +56,8 @@ type LeaseWriter struct {
 	Mode ChangeFeedMode
 }
 
-// NewLeaseWriter describes the leases of a processor of the given format.
+// NewLeaseWriter describes the leases of a processor of the given format;
+// name may be empty (see LeaseWriter.Name).
 func NewLeaseWriter(name string, monitored, leases *Container, format LeaseFormat) *LeaseWriter {
 	return &LeaseWriter{Name: name, AccountHost: monitored.db.acct.Host(), Monitored: monitored, Leases: leases, Format: format}
 }

@@ -58,7 +58,12 @@ type Range struct {
 // default DotNetV0.
 // StartFromNow checkpoints at the current LSNs; otherwise the lag is every
 // item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
-// host.
+// host. Name is required in the request body; an empty name ("name": "",
+// which the Client sends for Name "") writes the leases of a processor
+// without a prefix, as an Azure Functions trigger without
+// LeaseContainerPrefix (Functions v4: .NET v3 SDK, DotNetV0/DotNetV1EPK;
+// Functions v3: LeaseCollectionPrefix, DotNetV2Library) writes them: ids
+// "{accountHost}_{dbRid}_{collRid}..{token}" beside ".info" and ".lock".
 type CreateLeasesRequest struct {
 	Name          string `json:"name"`
 	Database      string `json:"database"`

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -124,13 +126,32 @@ func (h *Handler) containerRanges(r *http.Request) (int, any, error) {
 
 func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 	var req CreateLeasesRequest
+	var body bytes.Buffer
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(r.Body, &body), r.Body}
 	if err := decodeBody(r, &req); err != nil {
 		return 0, nil, err
+	}
+	// "name": "" is the processor without a prefix (an Azure Functions
+	// trigger without LeaseContainerPrefix); an absent name is an error.
+	// decodeBody read the whole body, so body holds it.
+	var named struct {
+		Name *string `json:"name"`
+	}
+	if err := json.Unmarshal(body.Bytes(), &named); err != nil || named.Name == nil {
+		return 0, nil, badRequest("name is required (\"\" for a processor without a prefix)")
 	}
 	if req.LeaseDatabase == "" {
 		req.LeaseDatabase = req.Database
 	}
-	if err := checkResourceIDs("name", req.Name, "database", req.Database, "monitored", req.Monitored,
+	if req.Name != "" {
+		if err := checkResourceIDs("name", req.Name); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := checkResourceIDs("database", req.Database, "monitored", req.Monitored,
 		"leases", req.Leases, "leaseDatabase", req.LeaseDatabase); err != nil {
 		return 0, nil, err
 	}
