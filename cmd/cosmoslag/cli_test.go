@@ -8,7 +8,7 @@ import (
 // cosmoslag help <command> shows that command's help; an unknown one is
 // named and refused.
 func TestHelpCommand(t *testing.T) {
-	for _, cmd := range []string{"demo", "check", "serve"} {
+	for _, cmd := range []string{"demo", "check", "validate", "serve"} {
 		code, stdout, _ := runCmd(t, "help", cmd)
 		_, want, _ := runCmd(t, cmd, "--help")
 		if code != exitOK || stdout != want || !strings.Contains(stdout, "Usage: cosmoslag "+cmd) {

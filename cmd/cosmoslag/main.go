@@ -2,6 +2,7 @@
 //
 //	cosmoslag demo    simulate a change feed processor on an embedded Cosmos DB server
 //	cosmoslag check   run one estimate for the trigger of a ScaledObject
+//	cosmoslag validate check the azure-cosmosdb triggers of manifests offline
 //	cosmoslag serve   run the embedded Cosmos DB server for other processes, with a control API
 //
 // demo and check build the scaler through scalers.NewAzureCosmosDBScaler,
@@ -48,6 +49,7 @@ type command struct {
 var commands = []command{
 	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", runDemo},
 	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", runCheck},
+	{"validate", "check the azure-cosmosdb triggers of manifests offline with the scaler's own validation", runValidate},
 	{"serve", "run the embedded Cosmos DB server for other processes, with a control API for tests", runServe},
 }
 
@@ -115,7 +117,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "cosmoslag <command> --help" or "cosmoslag help <command>" for the flags of a command,`)

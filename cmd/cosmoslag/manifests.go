@@ -21,7 +21,7 @@ import (
 // manifests are the KEDA objects read from -f and --auth files.
 type manifests struct {
 	scaledObjects []kedav1alpha1.ScaledObject
-	scaledJobs    []string // names: recognised, to say check does not model them
+	scaledJobs    []kedav1alpha1.ScaledJob
 	auths         []namedAuth
 	secrets       []corev1.Secret
 	notes         []string // what was read in an unusual way, for stderr
@@ -135,13 +135,11 @@ func (m *manifests) addDocument(doc []byte, where, path string) error {
 		}
 		m.scaledObjects = append(m.scaledObjects, so)
 	case "ScaledJob":
-		var sj struct {
-			Metadata struct{ Name string } `json:"metadata"`
-		}
+		var sj kedav1alpha1.ScaledJob
 		if err := yaml.Unmarshal(doc, &sj); err != nil {
 			return fmt.Errorf("%s: ScaledJob: %w", path, err)
 		}
-		m.scaledJobs = append(m.scaledJobs, sj.Metadata.Name)
+		m.scaledJobs = append(m.scaledJobs, sj)
 	case "TriggerAuthentication", "ClusterTriggerAuthentication":
 		var ta kedav1alpha1.TriggerAuthentication // both kinds share the spec
 		if err := yaml.Unmarshal(doc, &ta); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -63,49 +64,80 @@ type triggerSetup struct {
 	warnings []string
 }
 
+// scalable is a ScaledObject or a ScaledJob, as far as its triggers go.
+type scalable struct {
+	kind, name, namespace string
+	triggers              []kedav1alpha1.ScaleTriggers
+	object                runtime.Object
+	so                    *kedav1alpha1.ScaledObject // nil for a ScaledJob
+}
+
+func scaledObjectTarget(so *kedav1alpha1.ScaledObject) scalable {
+	return scalable{kind: "ScaledObject", name: so.Name, namespace: cmpOr(so.Namespace, "default"), triggers: so.Spec.Triggers, object: so, so: so}
+}
+
+func scaledJobTarget(sj *kedav1alpha1.ScaledJob) scalable {
+	return scalable{kind: "ScaledJob", name: sj.Name, namespace: cmpOr(sj.Namespace, "default"), triggers: sj.Spec.Triggers, object: sj}
+}
+
 // buildTrigger selects the ScaledObject's azure-cosmosdb trigger and
 // resolves its parameters the way KEDA would, from local values instead of
 // the cluster. With sample (check --emulator), account parameters need not resolve.
 func buildTrigger(m *manifests, selector string, set map[string]string, values *localValues, sample bool) (*triggerSetup, error) {
 	if len(m.scaledObjects) == 0 && len(m.scaledJobs) > 0 {
-		return nil, fmt.Errorf("-f holds ScaledJob %s: check estimates the trigger of a ScaledObject and models its HPA; a ScaledJob has no HPA (its trigger parameters are the same: copy them into a ScaledObject to check them)", strings.Join(m.scaledJobs, ", "))
+		var names []string
+		for _, sj := range m.scaledJobs {
+			names = append(names, sj.Name)
+		}
+		return nil, fmt.Errorf("-f holds ScaledJob %s: check estimates the trigger of a ScaledObject and models its HPA; a ScaledJob has no HPA (its trigger parameters are the same: copy them into a ScaledObject to check them, or run cosmoslag validate)", strings.Join(names, ", "))
 	}
 	if len(m.scaledObjects) != 1 {
 		return nil, fmt.Errorf("-f must hold exactly one keda.sh ScaledObject, found %d", len(m.scaledObjects))
 	}
-	so := &m.scaledObjects[0]
-	index, err := selectTrigger(so, selector)
+	target := scaledObjectTarget(&m.scaledObjects[0])
+	index, err := selectTrigger(target, selector)
 	if err != nil {
 		return nil, err
 	}
-	trigger := so.Spec.Triggers[index]
-	namespace := cmpOr(so.Namespace, "default")
+	return setupTrigger(m, target, index, set, values, sample)
+}
+
+// setupTrigger resolves the parameters of trigger index of target the way
+// KEDA would, from local values instead of the cluster (check and validate).
+func setupTrigger(m *manifests, target scalable, index int, set map[string]string, values *localValues, sample bool) (*triggerSetup, error) {
+	trigger := target.triggers[index]
+	namespace := target.namespace
 	s := &triggerSetup{
-		scaledObject: namespace + "/" + so.Name,
+		scaledObject: namespace + "/" + target.name,
 		index:        index,
 		name:         trigger.Name,
-		min:          derefOr(so.Spec.MinReplicaCount, defaultMinReplicas),
-		max:          derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas),
-		cooldown:     time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second,
+		min:          defaultMinReplicas,
+		max:          defaultMaxReplicas,
+		cooldown:     defaultCooldown,
 		secrets:      values.secrets.Clone(),
 		notes:        slices.Clone(m.notes),
 	}
 	s.scaleDownWindow = defaultScaleDownWindow
-	if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
-		a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown != nil && a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds != nil {
-		s.scaleDownWindow = time.Duration(*a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second
-	}
-	if so.Spec.IdleReplicaCount != nil {
-		s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
+	if so := target.so; so != nil {
+		s.min = derefOr(so.Spec.MinReplicaCount, defaultMinReplicas)
+		s.max = derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas)
+		s.cooldown = time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second
+		if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
+			a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown != nil && a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds != nil {
+			s.scaleDownWindow = time.Duration(*a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second
+		}
+		if so.Spec.IdleReplicaCount != nil {
+			s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
+		}
 	}
 	metricType := trigger.MetricType
 	if metricType == "" {
 		metricType = v2.AverageValueMetricType
 	}
 	cfg := &scalersconfig.ScalerConfig{
-		ScalableObjectName:      so.Name,
+		ScalableObjectName:      target.name,
 		ScalableObjectNamespace: namespace,
-		ScalableObjectType:      "ScaledObject",
+		ScalableObjectType:      target.kind,
 		TriggerName:             trigger.Name,
 		TriggerType:             trigger.Type,
 		TriggerIndex:            index,
@@ -114,7 +146,7 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 		ResolvedEnv:             map[string]string{},
 		MetricType:              metricType,
 		GlobalHTTPTimeout:       10 * time.Second,
-		ScaledObject:            so,
+		ScaledObject:            target.object,
 	}
 	if cfg.TriggerMetadata == nil {
 		cfg.TriggerMetadata = map[string]string{}
@@ -152,10 +184,10 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 	return s, nil
 }
 
-func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) {
+func selectTrigger(target scalable, selector string) (int, error) {
 	var candidates []string
 	var indexes []int
-	for i, t := range so.Spec.Triggers {
+	for i, t := range target.triggers {
 		if t.Type == triggerType {
 			indexes = append(indexes, i)
 			c := strconv.Itoa(i)
@@ -167,21 +199,21 @@ func selectTrigger(so *kedav1alpha1.ScaledObject, selector string) (int, error) 
 	}
 	if selector != "" {
 		for _, i := range indexes {
-			if strconv.Itoa(i) == selector || so.Spec.Triggers[i].Name == selector {
+			if strconv.Itoa(i) == selector || target.triggers[i].Name == selector {
 				return i, nil
 			}
 		}
-		return 0, fmt.Errorf("--trigger %q: ScaledObject %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
-			excerpt(selector), so.Name, cmpOr(strings.Join(candidates, ", "), "none"))
+		return 0, fmt.Errorf("--trigger %q: %s %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
+			excerpt(selector), target.kind, target.name, cmpOr(strings.Join(candidates, ", "), "none"))
 	}
 	switch len(indexes) {
 	case 0:
-		return 0, fmt.Errorf("ScaledObject %s has no trigger of type %s", so.Name, triggerType)
+		return 0, fmt.Errorf("%s %s has no trigger of type %s", target.kind, target.name, triggerType)
 	case 1:
 		return indexes[0], nil
 	}
-	return 0, fmt.Errorf("ScaledObject %s has %d azure-cosmosdb triggers; choose one with --trigger N (index in spec.triggers): %s",
-		so.Name, len(indexes), strings.Join(candidates, ", "))
+	return 0, fmt.Errorf("%s %s has %d azure-cosmosdb triggers; choose one with --trigger N (index in spec.triggers): %s",
+		target.kind, target.name, len(indexes), strings.Join(candidates, ", "))
 }
 
 // resolveAuth fills AuthParams and PodIdentity from the referenced

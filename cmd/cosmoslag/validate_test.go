@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/base64"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noConnections listens on a local port and fails the test if anything
+// connects to it during the test.
+func noConnections(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		// A poll started in the background would come within this grace.
+		time.Sleep(100 * time.Millisecond)
+		ln.Close()
+		select {
+		case <-accepted:
+			t.Error("validate opened a connection to the account")
+		default:
+		}
+	})
+	return "https://" + ln.Addr().String() + "/"
+}
+
+const validateScaledJobYAML = `apiVersion: keda.sh/v1alpha1
+kind: ScaledJob
+metadata:
+  name: order-batch
+  namespace: shop
+spec:
+  jobTargetRef:
+    template:
+      spec:
+        containers: [{name: batch, image: busybox}]
+  triggers:
+    - type: azure-cosmosdb
+      metadata:
+        databaseId: shop
+        containerId: orders
+        leaseDatabaseId: shop
+        leaseContainerId: leases
+        processorName: order-batch
+        endpoint: %ENDPOINT%
+        leaseEndpoint: %ENDPOINT%
+      authenticationRef:
+        name: cosmos-keys
+---
+apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmos-keys
+  namespace: shop
+spec:
+  secretTargetRef:
+    - {parameter: cosmosDBKey, name: cosmos-secrets, key: key}
+    - {parameter: leaseCosmosDBKey, name: cosmos-secrets, key: leaseKey}
+`
+
+// validate checks every azure-cosmosdb trigger of ScaledObjects and
+// ScaledJobs with the scaler's constructor, offline: the endpoints point
+// at a listener that fails the test if it is ever connected to.
+func TestValidate(t *testing.T) {
+	endpoint := noConnections(t)
+	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
+	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
+	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
+		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
+	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
+	dir := t.TempDir()
+	valid := writeFile(t, dir, "valid.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets)
+
+	code, stdout, stderr := runCmd(t, "validate", "-f", valid)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"ScaledObject shop/order-projector trigger 1 (orders): valid\n",
+		"ScaledJob shop/order-batch trigger 0: valid\n",
+		"2 trigger(s) checked, 0 invalid\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not say %q:\n%s", want, stdout)
+		}
+	}
+	assertNoSecret(t, key, stdout, stderr)
+
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"lease key without leaseEndpoint", "        leaseEndpoint: " + endpoint + "\n", "", "leaseEndpoint"},
+		{"key not base64", `  key: "` + key + `"`, `  key: "not base64!"`, "cosmosDBKey"},
+		{"threshold 0", `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, "changeFeedLagThreshold"},
+		{"misspelt key", `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "50"`, "warning: Unmatched input property changeFeedLagTreshold"},
+	} {
+		in := strings.Replace(scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets, tc.from, tc.to, 1)
+		if in == scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets {
+			t.Fatalf("%s: the replacement did not apply", tc.name)
+		}
+		code, stdout, stderr := runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "in.yaml", in))
+		wantCode := exitBadArgs
+		if strings.HasPrefix(tc.want, "warning:") {
+			wantCode = exitOK
+		}
+		t.Logf("%s: %s", tc.name, stdout)
+		if code != wantCode || !strings.Contains(stdout, tc.want) {
+			t.Errorf("%s: exit %d (want %d), stdout does not name %q:\n%s\nstderr:\n%s", tc.name, code, wantCode, tc.want, stdout, stderr)
+		}
+		if wantCode == exitBadArgs && !strings.Contains(stdout, ": invalid: ") {
+			t.Errorf("%s: no invalid line:\n%s", tc.name, stdout)
+		}
+		assertNoSecret(t, key, stdout, stderr)
+	}
+
+	if code, _, stderr := runCmd(t, "validate", "-f", writeFile(t, dir, "none.yaml", triggerAuthYAML)); code != exitBadArgs || !strings.Contains(stderr, "no ScaledObject or ScaledJob") {
+		t.Errorf("no trigger: exit %d, %q", code, stderr)
+	}
+}
