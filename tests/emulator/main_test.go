@@ -3,6 +3,8 @@ package emulator
 import (
 	"crypto/x509"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +51,47 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// proxyHosts answers the CONNECT proxy's tunnelled requests: a host a test
+// routed with routeHost goes to its handler, every other to tokenIssuer.
+var proxyHosts = &hostRouter{routes: map[string]http.Handler{}}
+
+type hostRouter struct {
+	mu       sync.Mutex
+	routes   map[string]http.Handler
+	fallback http.Handler
+}
+
+func (h *hostRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
+	}
+	h.mu.Lock()
+	handler, ok := h.routes[strings.TrimSuffix(strings.ToLower(host), ".")]
+	h.mu.Unlock()
+	if !ok {
+		handler = h.fallback
+	}
+	handler.ServeHTTP(w, r)
+}
+
+// routeHost serves host (a name, any port) through the proxy with handler
+// until the test ends.
+func routeHost(t *testing.T, host string, handler http.Handler) {
+	t.Helper()
+	proxyHosts.mu.Lock()
+	defer proxyHosts.mu.Unlock()
+	if _, taken := proxyHosts.routes[host]; taken {
+		t.Fatalf("host %s is routed already", host)
+	}
+	proxyHosts.routes[host] = handler
+	t.Cleanup(func() {
+		proxyHosts.mu.Lock()
+		defer proxyHosts.mu.Unlock()
+		delete(proxyHosts.routes, host)
+	})
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -64,7 +107,8 @@ func run(m *testing.M) int {
 	defer tokenIssuer.Close()
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(tokenIssuer.CAPEM())
-	proxy, err := connectproxy.New(tokenIssuer, tokenIssuer.Certificate, roots)
+	proxyHosts.fallback = tokenIssuer
+	proxy, err := connectproxy.New(proxyHosts, tokenIssuer.Certificate, roots)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,246 @@
+package emulator
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+)
+
+// A credential only goes to the endpoint it belongs to: the scaler refuses
+// at construction, naming the parameter, before any request. Foreign hosts
+// are served through the tests' CONNECT proxy (routeHost) by a recorder
+// that keeps every request it gets; Cosmos DB names are routed to the
+// embedded server the same way, so allowed cases run end to end.
+
+// cosmosEmulatorKey is the Cosmos DB Emulator's published key.
+const cosmosEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// recorder is a foreign host: it records every request and whether it
+// carried an Authorization header, and answers 401.
+type recorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req.Method+" "+req.Host+req.URL.Path+" authorization="+boolString(req.Header.Get("Authorization") != ""))
+	r.mu.Unlock()
+	http.Error(w, "foreign host", http.StatusUnauthorized)
+}
+
+func (r *recorder) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+func boolString(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// foreignHosts routes the foreign names the refused cases use to one recorder.
+func foreignHosts(t *testing.T) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	for _, host := range []string{"evil.example.net", "shop.documents.azure.com.evil.example"} {
+		routeHost(t, host, rec)
+	}
+	return rec
+}
+
+// The recorder is reachable by the scaler's own transport through the
+// proxy: a connection string to it (allowed: the secret's owner chose the
+// host) makes the scaler send it a signed request, which is recorded. So
+// "the foreign host saw no request" below means the scaler sent none.
+func TestForeignEndpointRecorderIsReachable(t *testing.T) {
+	rec := foreignHosts(t)
+	s := newScaler(t, scalerConfig(baseMetadata(), map[string]string{"connection": "AccountEndpoint=https://evil.example.net/;AccountKey=" + canaryKey}))
+	pollError(t, s)
+	got := rec.requests()
+	if len(got) == 0 || !strings.HasPrefix(got[0], "GET evil.example.net/dbs/appdb authorization=yes") {
+		t.Fatalf("recorded %v, want the scaler's signed database read", got)
+	}
+}
+
+func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
+	env := newCosmosEnv(t, 1, dotNetV0) // a real account for the parts that are allowed
+	const foreign = "https://evil.example.net/"
+	privateToken := []string{"cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()}
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]string
+		auth     map[string]string
+		workload bool
+		want     []string // the error names these
+	}{
+		{"account key, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign, "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.com"}},
+		{"account key, foreign endpoint with port and upper case", env.metadata(), map[string]string{"endpoint": "https://EVIL.example.net:443/", "cosmosDBKey": canaryKey}, false, []string{"endpoint"}},
+		{"account key, Cosmos DB name as a label of a foreign host", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com.evil.example/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.com"}},
+		{"account key, plain http to a foreign host", env.metadata(), map[string]string{"endpoint": "http://evil.example.net/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
+		{"account key, plain http to a Cosmos DB name", env.metadata(), map[string]string{"endpoint": "http://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
+		{"account key, another cloud's domain", env.metadata("cloud", "AzureUSGovernmentCloud"), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.us"}},
+		{"lease key, foreign leaseEndpoint", env.metadata(), map[string]string{"connection": env.server.ConnectionString(), "leaseEndpoint": foreign, "leaseCosmosDBKey": canaryKey}, false, []string{"leaseEndpoint"}},
+		{"service principal, foreign endpoint", env.metadata(), servicePrincipal("endpoint", foreign), false, []string{"endpoint", "documents.azure.com"}},
+		{"service principal, foreign leaseEndpoint", env.metadata(), servicePrincipal("connection", env.server.ConnectionString(), "leaseEndpoint", foreign), false, []string{"leaseEndpoint"}},
+		{"workload identity, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign}, true, []string{"endpoint", "documents.azure.com"}},
+		{"Private cloud with the public resource and a service principal", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the public resource without a slash", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the public resource and workload identity", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.azure.com/"), map[string]string{"endpoint": foreign}, true, []string{"cosmosDBResourceURL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := foreignHosts(t)
+			setWorkloadIdentityEnv(t)
+			config := scalerConfig(tc.metadata, tc.auth)
+			if tc.workload {
+				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
+			}
+			tokensBefore := tokenIssuer.TokenRequests()
+			env.server.ResetRequests()
+			s, err := scalers.NewAzureCosmosDBScaler(config)
+			if err == nil {
+				_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+				_ = s.Close(context.Background())
+				t.Fatalf("scaler built (poll: %v); foreign host saw %v", pollErr, rec.requests())
+			}
+			assertMentions(t, err, tc.want...)
+			if strings.Contains(err.Error(), canaryKey) || strings.Contains(err.Error(), canarySecret) {
+				t.Fatalf("error quotes a secret: %v", err)
+			}
+			if got := rec.requests(); len(got) != 0 {
+				t.Fatalf("the foreign host saw %v", got)
+			}
+			if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
+				t.Fatalf("%d token requests for a refused trigger", n)
+			}
+			if n := len(env.server.Requests()); n != 0 {
+				t.Fatalf("the refused trigger sent %d requests to the account", n)
+			}
+		})
+	}
+}
+
+// setWorkloadIdentityEnv is the webhook's environment, so a workload
+// identity credential could be built (and would ask the test issuer).
+func setWorkloadIdentityEnv(t *testing.T) {
+	t.Helper()
+	tokenFile := t.TempDir() + "/token"
+	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_AUTHORITY_HOST", tokenIssuer.URL())
+	t.Setenv("AZURE_TENANT_ID", testTenant)
+	t.Setenv("AZURE_CLIENT_ID", "workload-client")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+}
+
+// routedEnv is an account served through the proxy as host (the account
+// name is host's first label), with the processor's leases naming
+// leaseHost, 7 items pending in its one range.
+func routedEnv(t *testing.T, host, leaseHost string, opts ...cosmostest.Option) *cosmosEnv {
+	t.Helper()
+	srv := cosmostest.NewServer(opts...)
+	t.Cleanup(srv.Close)
+	routeHost(t, host, srv.Account)
+	db := srv.CreateDatabase("appdb")
+	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 1), leases: db.CreateContainer("leases", "/id", 1)}
+	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, dotNetV0)
+	env.processor.AccountHost = leaseHost
+	tokens, err := env.processor.CreateLeases(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.tokens = tokens
+	env.writeToRange(t, "0", 7)
+	return env
+}
+
+func pollsSeven(t *testing.T, env *cosmosEnv, config *scalersconfig.ScalerConfig) {
+	t.Helper()
+	s := newScaler(t, config)
+	env.server.ResetRequests()
+	if metric, active := poll(t, s); metric != 7 || !active {
+		t.Fatalf("metric %d active %v, want 7 true", metric, active)
+	}
+	if env.server.Count(cosmostest.KindChangeFeed) == 0 {
+		t.Fatal("no change feed read reached the account")
+	}
+}
+
+// Allowed cases work end to end.
+func TestCredentialsAllowedEndpointsWork(t *testing.T) {
+	t.Run("account key at a documents.azure.com name", func(t *testing.T) {
+		env := routedEnv(t, "shop.documents.azure.com", "shop.documents.azure.com")
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key at a regional name, processor on the regional name", func(t *testing.T) {
+		env := routedEnv(t, "shop-westeurope.documents.azure.com", "shop-westeurope.documents.azure.com")
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop-westeurope.documents.azure.com:443/", "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key at the global name, processor on a regional name", func(t *testing.T) {
+		env := routedEnv(t, "shop.documents.azure.com", "shop-westeurope.documents.azure.com")
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key, host in upper case with a trailing dot", func(t *testing.T) {
+		env := routedEnv(t, "shop.documents.azure.com", "shop.documents.azure.com")
+		config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://SHOP.Documents.Azure.COM./", "cosmosDBKey": env.server.Key()})
+		s, err := scalers.NewAzureCosmosDBScaler(config)
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		_ = s.Close(context.Background())
+	})
+	t.Run("connection string to any host", func(t *testing.T) {
+		env := routedEnv(t, "cosmos.gateway.example", "cosmos.gateway.example")
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"connection": "AccountEndpoint=https://cosmos.gateway.example/;AccountKey=" + env.server.Key() + ";"}))
+	})
+	t.Run("the emulator's published key at a non-loopback name", func(t *testing.T) {
+		env := routedEnv(t, "cosmos-emulator.cosmos.svc", "cosmos-emulator.cosmos.svc", cosmostest.WithKey(cosmosEmulatorKey))
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://cosmos-emulator.cosmos.svc/", "cosmosDBKey": cosmosEmulatorKey}))
+	})
+	t.Run("account key over plain http to loopback", func(t *testing.T) {
+		env := newCosmosEnv(t, 1, dotNetV0)
+		env.writeToRange(t, "0", 7)
+		endpoint := strings.Replace(env.server.URL(), "127.0.0.1", "localhost", 1)
+		env.processor.AccountHost = "localhost"
+		if _, err := env.processor.CreateLeases(true); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.processor.Checkpoint("0", 0); err != nil {
+			t.Fatal(err)
+		}
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": endpoint, "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key at a Cosmos DB in Fabric name", func(t *testing.T) {
+		config := scalerConfig(baseMetadata(), map[string]string{"endpoint": "https://0a1b2c3d.z12.sql.cosmos.fabric.microsoft.com:443/", "cosmosDBKey": canaryKey})
+		s, err := scalers.NewAzureCosmosDBScaler(config)
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		_ = s.Close(context.Background())
+	})
+	t.Run("cloud Private, account key at any https host", func(t *testing.T) {
+		env := routedEnv(t, "cosmos.private.example", "cosmos.private.example")
+		pollsSeven(t, env, scalerConfig(env.metadata("cloud", "Private"), map[string]string{"endpoint": "https://cosmos.private.example/", "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("service principal at a documents.azure.com name", func(t *testing.T) {
+		env := routedEnv(t, "tokens.documents.azure.com", "tokens.documents.azure.com",
+			cosmostest.WithTokenVerifier(tokenIssuer.Verifier("https://cosmos.azure.com/.default")))
+		pollsSeven(t, env, scalerConfig(env.metadata(), servicePrincipal("endpoint", "https://tokens.documents.azure.com/")))
+		grants := tokenIssuer.Grants()
+		if last := grants[len(grants)-1]; last.Host != "login.microsoftonline.com" || last.Scope != "https://cosmos.azure.com/.default" {
+			t.Fatalf("grant %+v", last)
+		}
+	})
+}
