@@ -14,6 +14,9 @@ import (
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
+// checkNow is the time pending changes' ages are measured at; tests move it.
+var checkNow = time.Now
+
 type checkOptions struct {
 	file     string
 	auth     listFlag
@@ -196,7 +199,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
 		return exitFailed
 	}
-	report.fill(*estimate)
+	report.fill(*estimate, checkNow())
 	if w := wakeFromZeroWarning(setup, report); w != "" {
 		report.Warnings = append(report.Warnings, w)
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
@@ -50,9 +51,13 @@ type CheckEstimate struct {
 	ActivePartitions int64      `json:"activePartitions"`
 	Metric           int64      `json:"metric"`
 	Active           bool       `json:"active"`
-	Requests         int64      `json:"requests"`
-	RequestCharge    float64    `json:"requestCharge"`
-	DurationMillis   int64      `json:"durationMillis"`
+	// The oldest pending change over every lease, and its age.
+	OldestPendingSince      *time.Time `json:"oldestPendingSince,omitempty"`
+	OldestPendingAgeSeconds *int64     `json:"oldestPendingAgeSeconds,omitempty"`
+	OldestPendingLease      string     `json:"oldestPendingLease,omitempty"`
+	Requests                int64      `json:"requests"`
+	RequestCharge           float64    `json:"requestCharge"`
+	DurationMillis          int64      `json:"durationMillis"`
 }
 
 // checkFailure is check's JSON document when the flags, files or trigger
@@ -70,17 +75,31 @@ type leaseRow struct {
 	Continuation string `json:"continuation"`
 	Lag          int64  `json:"lag"`
 	StaleParent  bool   `json:"staleParent"`
+	// PendingSince is when the oldest pending change of the lease was made
+	// (its _ts; crts in all-versions-and-deletes mode), when it lags and
+	// the read returned it; PendingAgeSeconds is its age at the estimate.
+	PendingSince      *time.Time `json:"pendingSince,omitempty"`
+	PendingAgeSeconds *int64     `json:"pendingAgeSeconds,omitempty"`
 }
 
-func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate) {
+func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 	res, s := e.CosmosDBLagEstimate, e.CosmosDBLagSummary
 	r.CheckEstimate = &CheckEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
-		r.Leases = append(r.Leases, leaseRow{
+		row := leaseRow{
 			Token: l.Token, Format: l.Format, Mode: modeName(l.AllVersionsAndDeletes), Owner: l.Owner, Continuation: l.Continuation,
 			Lag: l.Lag, StaleParent: l.StaleParent,
-		})
+		}
+		if l.Lag > 0 && !l.PendingSince.IsZero() {
+			since := l.PendingSince.UTC()
+			age := max(int64(now.Sub(since)/time.Second), 0)
+			row.PendingSince, row.PendingAgeSeconds = &since, &age
+			if r.OldestPendingSince == nil || since.Before(*r.OldestPendingSince) {
+				r.OldestPendingSince, r.OldestPendingAgeSeconds, r.OldestPendingLease = &since, &age, l.Token
+			}
+		}
+		r.Leases = append(r.Leases, row)
 	}
 	sort.SliceStable(r.Leases, func(i, j int) bool { return tokenLess(r.Leases[i].Token, r.Leases[j].Token) })
 	r.StaleParents, r.SplitRetried, r.LeaseDocuments = res.StaleParents, res.SplitRetried, res.Documents
@@ -140,13 +159,17 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG")
+		fmt.Fprintln(tw, "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG\tOLDEST PENDING")
 		for _, l := range r.Leases {
 			lagText := fmt.Sprint(l.Lag)
 			if l.StaleParent {
 				lagText = "stale parent"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText)
+			age := "-"
+			if l.PendingAgeSeconds != nil {
+				age = formatAge(*l.PendingAgeSeconds)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -159,6 +182,11 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 		leases += fmt.Sprintf(", %d stale parent(s): at least 1 partition counted active so the processor wakes to replace them", r.StaleParents)
 	}
 	fmt.Fprintf(&b, "Total lag          %d over %s\n", r.TotalLag, leases)
+	if r.OldestPendingSince != nil {
+		fmt.Fprintf(&b, "Oldest pending     %s ago (lease %s, made %s)\n", formatAge(*r.OldestPendingAgeSeconds), r.OldestPendingLease, r.OldestPendingSince.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(&b, "Oldest pending     none known\n")
+	}
 	fmt.Fprintf(&b, "Active partitions  %d\n", r.ActivePartitions)
 	fmt.Fprintf(&b, "Metric             %d = min(total lag %d, %d active partition(s) × %d)\n", r.Metric, r.TotalLag, r.ActivePartitions, r.Threshold)
 	cmp := "≤"
@@ -186,4 +214,17 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// formatAge prints an age in whole seconds as 45s, 3m05s, 2h03m or 4d02h.
+func formatAge(sec int64) string {
+	switch {
+	case sec < 60:
+		return fmt.Sprintf("%ds", sec)
+	case sec < 3600:
+		return fmt.Sprintf("%dm%02ds", sec/60, sec%60)
+	case sec < 86400:
+		return fmt.Sprintf("%dh%02dm", sec/3600, sec%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", sec/86400, sec%86400/3600)
 }
