@@ -76,9 +76,8 @@ func TestThresholdParseErrors(t *testing.T) {
 
 // A 1 MiB value in any parameter makes, at most, an error and log lines of
 // a few KiB: at construction, or at the first poll for values only the
-// service can judge. The thresholds are the exception: KEDA's typed config
-// quotes a value it cannot parse whole, as for every scaler's integer
-// parameters (TestThresholdParseErrors).
+// service can judge. (A threshold KEDA's typed config would quote whole is
+// refused before it parses.)
 func TestHugeInputsStayBounded(t *testing.T) {
 	env := newCosmosEnv(t, 1, dotNetV0)
 	huge := hugeCosmosDBValue("a")
@@ -93,6 +92,9 @@ func TestHugeInputsStayBounded(t *testing.T) {
 		{"leaseDatabaseId", env.metadata("leaseDatabaseId", huge), connection},
 		{"leaseContainerId", env.metadata("leaseContainerId", huge), connection},
 		{"processorName", env.metadata("processorName", huge), connection},
+		{"changeFeedLagThreshold", env.metadata("changeFeedLagThreshold", huge), connection},
+		{"changeFeedLagThreshold digits", env.metadata("changeFeedLagThreshold", hugeCosmosDBValue("9")), connection},
+		{"activationChangeFeedLagThreshold", env.metadata("activationChangeFeedLagThreshold", huge), connection},
 		{"cloud", env.metadata("cloud", huge), connection},
 		{"cosmosDBResourceURL", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://"+huge), servicePrincipal("endpoint", env.server.URL())},
 		{"activeDirectoryEndpoint", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example", "activeDirectoryEndpoint", "https://"+huge), servicePrincipal("endpoint", env.server.URL())},
