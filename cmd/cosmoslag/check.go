@@ -153,15 +153,22 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	if o.sample {
+		// The real scaler's checks first, on the trigger resolved as
+		// without --emulator: its parameter, credential and cloud rules.
+		// A trigger with no account setting has nothing of the kind to check.
+		if len(setup.accountSettings()) > 0 {
+			if err := checkBeforeSample(&m, o.trigger, o.set.values, values, stderr); err != nil {
+				return bad("%s", err)
+			}
+		}
 		srv, err := startSample(setup.config.TriggerMetadata)
 		if err != nil {
 			return bad("%v", err)
 		}
 		defer srv.Close()
 		ignored := setup.useSample(srv.ConnectionString(), srv.Key())
-		fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account, so these are not checked: "+
-			"the account endpoints and cloud settings, the credentials and whether they are valid, and the Secret, ConfigMap and "+
-			"environment values the trigger refers to (ignored here: %s)\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "none set"))
+		fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account; replaced: %s; "+
+			"not checked: whether the accounts exist and the credentials are accepted\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "no account parameter was set"))
 	}
 
 	report := &checkReport{
@@ -250,4 +257,21 @@ func wakeFromZeroWarning(setup *triggerSetup, r *checkReport) string {
 		"have no continuation and are not counted) and minReplicaCount is %d: the processor will not be woken from zero, "+
 		"whatever its backlog, until a running instance checkpoints its leases; set minReplicaCount: 1 (at least until the leases "+
 		"are checkpointed)", r.Processor, r.LeaseDocuments, setup.min)
+}
+
+// checkBeforeSample applies the real scaler's validation (its constructor,
+// which makes no request) to the trigger resolved as without --emulator.
+// When the referenced values cannot be resolved here, it says what was
+// not checked and returns nil.
+func checkBeforeSample(m *manifests, selector string, set map[string]string, values *localValues, stderr io.Writer) error {
+	real, err := buildTrigger(m, selector, set, values, false)
+	if err != nil {
+		fmt.Fprintf(stderr, "cosmoslag check: note: --emulator: the account settings were not checked: %s\n", values.secrets.Redact(err.Error()))
+		return nil
+	}
+	s, err := scalers.NewAzureCosmosDBScaler(real.config)
+	if err != nil {
+		return fmt.Errorf("the trigger is invalid (checked before --emulator replaces the account): %s", real.secrets.Redact(err.Error()))
+	}
+	return s.Close(context.Background())
 }

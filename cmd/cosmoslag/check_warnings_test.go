@@ -97,3 +97,29 @@ func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
 		t.Errorf("minReplicaCount 1: exit %d, %v, warnings %q", code, err, r.Warnings)
 	}
 }
+
+// --emulator applies the real scaler's checks to the trigger as resolved
+// without it, then replaces the account, and its banner lists exactly the
+// settings it replaced, those a TriggerAuthentication supplies included.
+func TestCheckEmulatorChecksBeforeReplacing(t *testing.T) {
+	const key = "c2VjcmV0c2VjcmV0"
+	conn := "AccountEndpoint=https://shop.documents.azure.com:443/;AccountKey=" + key + ";"
+	good := scaledObjectYAML + "---\n" + triggerAuthYAML + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connectionString", conn)
+	code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, t.TempDir(), "good.yaml", good), "--emulator")
+	if code != exitOK || !strings.Contains(stderr, "replaced: connection; not checked: whether the accounts exist") {
+		t.Errorf("valid: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	assertNoSecret(t, key, stdout, stderr)
+
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"lease key without leaseEndpoint", "processorName: order-projector", "processorName: order-projector\n        leaseCosmosDBKey: " + key, "leaseCosmosDBKey is set but neither leaseEndpoint"},
+		{"connection without AccountEndpoint", "AccountEndpoint=https://shop.documents.azure.com:443/;", "", "AccountEndpoint"},
+	} {
+		in := strings.Replace(good, tc.from, tc.to, 1)
+		code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, t.TempDir(), "bad.yaml", in), "--emulator")
+		if code != exitBadArgs || !strings.Contains(stderr, "checked before --emulator replaces the account") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q", tc.name, code, stderr)
+		}
+		assertNoSecret(t, key, stdout, stderr)
+	}
+}

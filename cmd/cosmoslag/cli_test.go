@@ -69,7 +69,7 @@ func TestCheckEmulatorSaysWhatItSkips(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("code %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"not checked", "credentials", "Secret, ConfigMap and environment values", "ignored here: ", "endpoint", "connectionFromEnv"} {
+	for _, want := range []string{"not checked", "credentials", "replaced: connectionFromEnv, endpoint;", "COSMOS, which has no local value"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
 		}

@@ -62,6 +62,9 @@ type triggerSetup struct {
 	// written in the manifest (unknown keys, secrets in plain metadata):
 	// key names only, never a value.
 	warnings []string
+	// authRefParams (check --emulator) are the parameters the
+	// TriggerAuthentication supplies, left unresolved.
+	authRefParams []string
 }
 
 // scalable is a ScaledObject or a ScaledJob, as far as its triggers go.
@@ -290,6 +293,16 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		}
 	}
 	if sample {
+		// Not resolved: --emulator replaces them. Recorded for its banner.
+		for _, r := range spec.SecretTargetRef {
+			s.authRefParams = append(s.authRefParams, r.Parameter)
+		}
+		for _, r := range spec.ConfigMapTargetRef {
+			s.authRefParams = append(s.authRefParams, r.Parameter)
+		}
+		for _, r := range spec.Env {
+			s.authRefParams = append(s.authRefParams, r.Parameter)
+		}
 		return nil
 	}
 	type ref3 struct{ what, name, key, param string }
@@ -362,18 +375,28 @@ func (s *triggerSetup) resolveEnv(values *localValues, overridden map[string]str
 	return nil
 }
 
+// accountSettings lists the trigger's account settings (parameters from the
+// metadata, --set or the TriggerAuthentication, and its podIdentity).
+func (s *triggerSetup) accountSettings() []string {
+	var set []string
+	for _, p := range accountParams {
+		if s.config.AuthParams[p] != "" || s.config.TriggerMetadata[p] != "" || slices.Contains(s.authRefParams, p) {
+			set = append(set, p)
+		}
+	}
+	if s.config.PodIdentity.Provider != "" {
+		set = append(set, "podIdentity")
+	}
+	return set
+}
+
 // useSample points the trigger at the embedded server's sample account.
 // It returns the account settings the trigger had, which are now ignored.
 func (s *triggerSetup) useSample(connection, key string) (ignored []string) {
+	ignored = s.accountSettings()
 	for _, p := range accountParams {
-		if s.config.AuthParams[p] != "" || s.config.TriggerMetadata[p] != "" {
-			ignored = append(ignored, p)
-		}
 		delete(s.config.AuthParams, p)
 		delete(s.config.TriggerMetadata, p)
-	}
-	if s.config.PodIdentity.Provider != "" {
-		ignored = append(ignored, "podIdentity")
 	}
 	s.config.ResolvedEnv = map[string]string{}
 	s.config.PodIdentity = kedav1alpha1.AuthPodIdentity{}
