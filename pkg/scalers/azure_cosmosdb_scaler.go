@@ -151,8 +151,7 @@ func warnAboutPlainCosmosDBSecrets(config *scalersconfig.ScalerConfig, logger lo
 	}
 }
 
-// GetMetricSpecForScaling returns one external metric with the threshold as
-// target, named as in KEDA v2.21.0, which dashboards and HPA status keep.
+// GetMetricSpecForScaling returns one metric, named as in KEDA v2.21.0.
 func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
 	externalMetric := &v2.ExternalMetricSource{
 		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, s.metricName())},

@@ -63,9 +63,9 @@ func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (r
 	if !l.EPK {
 		return l.Token, "", "", nil
 	}
-	covering, err := r.covering(ctx, l, false)
+	covering, version, err := r.covering(ctx, l, math.MaxUint64)
 	if err == nil && len(covering) != 1 {
-		covering, err = r.covering(ctx, l, true) // the cached list may predate a merge
+		covering, _, err = r.covering(ctx, l, version) // the cached list may predate a merge
 	}
 	switch {
 	case err != nil:
@@ -81,35 +81,27 @@ func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (r
 	return covering[0].ID, "", "", nil
 }
 
-// covering returns the ranges intersecting the lease's, (re)loading them first.
-func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, reload bool) ([]cosmosDBPartitionKeyRange, error) {
-	r.mu.Lock()
-	seen, loaded := r.version, r.ranges != nil
-	r.mu.Unlock()
-	if !loaded || reload {
-		if err := r.load(ctx, seen); err != nil {
-			return nil, err
-		}
-	}
+// covering returns the ranges intersecting the lease's and their version,
+// loading them when none are cached or they are still the version stale.
+func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, stale uint64) ([]cosmosDBPartitionKeyRange, uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ranges == nil || r.version == stale {
+		if err := r.load(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
 	var out []cosmosDBPartitionKeyRange
 	for _, pk := range r.ranges {
 		if pk.MinInclusive < l.Max && l.Min < pk.MaxExclusive {
 			out = append(out, pk)
 		}
 	}
-	return out, nil
+	return out, r.version, nil
 }
 
-// load reads every page of ranges, less those a split or merge replaced,
-// unless they were reloaded since version seen.
-func (r *cosmosDBPositionReader) load(ctx context.Context, seen uint64) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.version != seen && r.ranges != nil {
-		return nil // another read reloaded them meanwhile
-	}
+// load reads every page of ranges, less those a split or merge replaced.
+func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 	operation := fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container))
 	var all []cosmosDBPartitionKeyRange
 	pkranges := r.client.resource("dbs", r.database, "colls", r.container, "pkranges")

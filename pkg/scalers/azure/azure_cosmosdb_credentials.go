@@ -81,12 +81,9 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 	}
 	cred, scope, err := newCosmosDBTokenCredential(auth, transport, logger)
 	if err != nil {
-		keyless := "endpoint"
-		if !lease.UsesKey() && (auth.LeaseConnection != "" || auth.LeaseEndpoint != "") {
-			keyless = "leaseEndpoint"
-			if !data.UsesKey() {
-				keyless = "endpoint and leaseEndpoint"
-			}
+		keyless := "leaseEndpoint"
+		if !data.UsesKey() {
+			keyless = "endpoint"
 		}
 		return nil, nil, fmt.Errorf("%s without an account key: %w", keyless, err)
 	}
@@ -219,9 +216,14 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, "", err
 	}
-	// A "private" cloud must not obtain a token valid on every public account.
-	if strings.EqualFold(auth.Cloud, PrivateCloud) && strings.EqualFold(strings.TrimSuffix(resource, "/"), strings.TrimSuffix(PublicCloud.ResourceIdentifiers.CosmosDB, "/")) {
-		return nil, "", errors.New("cosmosDBResourceURL: with cloud: Private it must not be a public cloud's Cosmos DB resource; use the cloud's own name instead")
+	// A "private" cloud must not obtain a token valid on every public
+	// account, whatever path, port or case the resource URL is written with.
+	host, err := cosmosDBHost("cosmosDBResourceURL", resource)
+	if publicHost, _ := cosmosDBHost("", PublicCloud.ResourceIdentifiers.CosmosDB); err == nil && strings.EqualFold(auth.Cloud, PrivateCloud) && host == publicHost {
+		err = errors.New("cosmosDBResourceURL: with cloud: Private it must not be a public cloud's Cosmos DB resource; use the cloud's own name instead")
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
 
@@ -243,6 +245,9 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	authority, err := ParseActiveDirectoryEndpoint(settings)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w for service-principal authentication", err)
+	}
+	if _, err := cosmosDBHost("activeDirectoryEndpoint", authority); err != nil {
+		return nil, "", err
 	}
 	options := &azidentity.ClientSecretCredentialOptions{
 		ClientOptions: azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}},
@@ -270,6 +275,19 @@ func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {
 		return errors.New("an account without a key needs bearer-token authentication: configure azure-workload identity or tenantId, clientId and clientSecret (or give cosmosDBKey/leaseCosmosDBKey or a connection string)")
 	}
 	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
+}
+
+// cosmosDBHost is a URL's host as compared: lower case, without port or
+// trailing dot, at most the DNS limit (so no error quotes a huge value).
+func cosmosDBHost(param, raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Errorf("%s: not an absolute URL", param)
+	}
+	if host := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); len(host) <= 253 {
+		return host, nil
+	}
+	return "", fmt.Errorf("%s: host name must be at most 253 characters long (the DNS limit), got %d", param, len(u.Hostname()))
 }
 
 // isCosmosDBLoopback reports whether host is this machine (emulators, tests).

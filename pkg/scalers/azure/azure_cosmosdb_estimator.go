@@ -34,12 +34,11 @@ type CosmosDBLeaseLag struct {
 
 // CosmosDBLagEstimate is the outcome of one poll.
 type CosmosDBLagEstimate struct {
-	Leases       []CosmosDBLeaseLag // sorted by lease token
-	StaleParents int
-	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
-	Documents    int  // documents the lease query returned, leases or not
-	// Requests (tries), their request units and the duration, also on failure.
-	Requests      int64
+	Leases        []CosmosDBLeaseLag // sorted by lease token
+	StaleParents  int
+	SplitRetried  bool  // a split was seen and the estimate redone after a lease refresh
+	Documents     int   // documents the lease query returned, leases or not
+	Requests      int64 // tries; these three are set on failure too
 	RequestCharge float64
 	Duration      time.Duration
 }
@@ -69,11 +68,10 @@ func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagS
 		s.TotalLag = max(s.TotalLag, min(activation, math.MaxInt64-1)+1)
 		s.ActivePartitions = max(s.ActivePartitions, 1)
 	}
-	capped := int64(math.MaxInt64)
-	if threshold <= 0 || s.ActivePartitions <= math.MaxInt64/threshold {
-		capped = s.ActivePartitions * threshold
+	s.Metric = s.TotalLag
+	if s.ActivePartitions <= math.MaxInt64/max(threshold, 1) {
+		s.Metric = min(s.TotalLag, s.ActivePartitions*max(threshold, 0))
 	}
-	s.Metric = min(s.TotalLag, capped)
 	s.Active = s.TotalLag > activation
 	return s
 }

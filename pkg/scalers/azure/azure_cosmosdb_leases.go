@@ -16,16 +16,13 @@ type CosmosDBLease struct {
 	Token  string // a partition key range id (v0) or "min-max" (v1)
 	Format string // the writer: see the cosmosDBLease* formats
 	Owner  string
-	// EPK leases (v1) cover the effective partition keys [Min, Max) and are
-	// read through the physical range that contains them.
+	// EPK (v1) leases cover [Min, Max), read through the range containing it.
 	EPK      bool
 	Min, Max string
 	// Continuation is the checkpointed change feed etag, a quoted LSN.
-	Continuation string
-	// AllVersionsAndDeletes: the processor reads every version and delete,
-	// else latest versions. UnknownMode is a recorded mode no writer writes.
-	AllVersionsAndDeletes bool
-	UnknownMode           string
+	Continuation          string
+	AllVersionsAndDeletes bool   // else the processor reads latest versions
+	UnknownMode           string // a recorded mode no writer writes
 }
 
 // The formats processors write; "version", not a feed range, tells v0 from v1.
@@ -37,11 +34,9 @@ const (
 	cosmosDBLeaseDotNetV2 = "dotnet-v2-library" // .NET change feed processor library v2: PartitionId
 )
 
-// cosmosDBLeaseScope names one processor's leases on one container. Lease
-// ids are {processor}{accountHost}_{databaseRid}_{containerRid}..{token}
-// (names for Java v0), beside {prefix}.info and .lock documents; processors
-// sharing a lease container may share a name on other containers, and one
-// name may prefix another, so every part must match.
+// cosmosDBLeaseScope names one processor's leases on one container: ids
+// {processor}{accountHost}_{databaseRid}_{containerRid}..{token} (names for
+// Java v0). Names may be shared across containers or prefix one another.
 type cosmosDBLeaseScope struct {
 	processor, account        string
 	databaseRID, containerRID string
@@ -71,12 +66,14 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 	return false
 }
 
-// accountMatches accepts the account's name and its regional "<account>-<region>".
+// accountMatches accepts the account's name, and a regional host label
+// "<account>-<region>" on either side (processor or scaler).
 func (s cosmosDBLeaseScope) accountMatches(name string) bool {
-	region, ok := strings.CutPrefix(name, s.account+"-")
-	if name == s.account {
-		return true
-	}
+	return name == s.account || isCosmosDBRegional(name, s.account) || isCosmosDBRegional(s.account, name)
+}
+
+func isCosmosDBRegional(label, account string) bool {
+	region, ok := strings.CutPrefix(label, account+"-")
 	return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
 }
 
@@ -263,10 +260,7 @@ func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool, unknown string)
 	case "full-fidelity feed", "full_fidelity":
 		return true, ""
 	}
-	if unknown = *raw; len(unknown) > 64 {
-		unknown = strings.ToValidUTF8(unknown[:64], "") + "…"
-	}
-	return false, unknown
+	return false, cosmosDBExcerpt(*raw)
 }
 
 // normalizeCosmosDBEtag takes a checkpointed etag, a quoted or bare LSN, and

@@ -270,7 +270,7 @@ func TestCosmosDBCredentialSelection(t *testing.T) {
 			wantErr: "leaseEndpoint without an account key: service-principal authentication needs tenantId, clientId and clientSecret together; missing tenantId"},
 		{name: "both accounts keyless without credentials",
 			auth:    CosmosDBAuth{Endpoint: testCosmosDBEndpoint, LeaseEndpoint: testCosmosDBLeaseHost},
-			wantErr: "endpoint and leaseEndpoint without an account key: an account without a key needs bearer-token authentication"},
+			wantErr: "endpoint without an account key: an account without a key needs bearer-token authentication"},
 		{name: "no account at all", auth: CosmosDBAuth{}, wantErr: "no endpoint: set connection, or endpoint"},
 		{name: "cosmosDBKey without endpoint", auth: CosmosDBAuth{Key: testCosmosDBKey}, wantErr: "cosmosDBKey is set but endpoint is not"},
 		{name: "unsupported pod identity",
