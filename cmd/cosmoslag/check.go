@@ -39,7 +39,7 @@ func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests (e.g. processorName=x),\nor a Secret key / environment variable the manifests reference (repeatable)")
 	fs.IntVar(&o.current, "current-replicas", 0, "replicas running now, for the HPA's decision")
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
-	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account")
+	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account (whose settings\nare first checked as the scaler checks them, offline)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
@@ -65,6 +65,13 @@ key in this order: --set, --env-file, the process environment.
   configMapTargetRef {parameter, name, key}: the value of key
   env {parameter, name}, and trigger ...FromEnv: NAME: the value of NAME
 Keys, connection strings and client secrets are never printed.
+-f - reads standard input; the items of a kind: List are read, and a bare
+triggers: fragment is read as a ScaledObject's triggers with KEDA's defaults.
+
+The scaler's warnings (unknown keys, secrets in plain metadata) are shown,
+and a warning when no lease is counted while the ScaledObject can scale to
+zero (minReplicaCount 0): the processor would not be woken from zero. To
+check manifests offline, without an estimate, run cosmoslag validate.
 
 Each Cosmos DB request try is bounded as in KEDA's operator: by
 KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -12,28 +13,56 @@ import (
 // connects to it during the test.
 func noConnections(t *testing.T) string {
 	t.Helper()
+	endpoint, accepted := watchConnections(t)
+	t.Cleanup(func() {
+		// A poll started in the background would come within this grace.
+		time.Sleep(100 * time.Millisecond)
+		if accepted() {
+			t.Error("validate opened a connection to the account")
+		}
+	})
+	return endpoint
+}
+
+// The watcher does see a connection.
+func TestWatchConnectionsSeesAConnection(t *testing.T) {
+	endpoint, accepted := watchConnections(t)
+	c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(endpoint, "https://"), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !accepted() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !accepted() {
+		t.Error("a connection was not seen")
+	}
+}
+
+// watchConnections listens on a local port; accepted reports whether
+// anything has connected.
+func watchConnections(t *testing.T) (endpoint string, accepted func() bool) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := make(chan struct{}, 1)
+	var seen atomic.Bool
 	go func() {
-		if c, err := ln.Accept(); err == nil {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			seen.Store(true)
 			c.Close()
-			accepted <- struct{}{}
 		}
 	}()
-	t.Cleanup(func() {
-		// A poll started in the background would come within this grace.
-		time.Sleep(100 * time.Millisecond)
-		ln.Close()
-		select {
-		case <-accepted:
-			t.Error("validate opened a connection to the account")
-		default:
-		}
-	})
-	return "https://" + ln.Addr().String() + "/"
+	t.Cleanup(func() { ln.Close() })
+	accepted = seen.Load
+	return "https://" + ln.Addr().String() + "/", accepted
 }
 
 const validateScaledJobYAML = `apiVersion: keda.sh/v1alpha1
@@ -123,6 +152,14 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: no invalid line:\n%s", tc.name, stdout)
 		}
 		assertNoSecret(t, key, stdout, stderr)
+	}
+
+	// The control: check, given the same kind of manifests, does connect
+	// to the endpoint they name.
+	watched, accepted := watchConnections(t)
+	watchedFile := writeFile(t, dir, "watched.yaml", strings.ReplaceAll(scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+secrets, endpoint, watched))
+	if code, _, stderr := runCmd(t, "check", "-f", watchedFile, "--timeout", "1s"); code != exitFailed || !accepted() {
+		t.Errorf("check against the watched endpoint: exit %d, connected %v, stderr %q", code, accepted(), stderr)
 	}
 
 	if code, _, stderr := runCmd(t, "validate", "-f", writeFile(t, dir, "none.yaml", triggerAuthYAML)); code != exitBadArgs || !strings.Contains(stderr, "no ScaledObject or ScaledJob") {
