@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	v2 "k8s.io/api/autoscaling/v2"
@@ -94,7 +95,8 @@ func (o *demoOptions) validate() error {
 	if o.threshold <= 0 {
 		errs = append(errs, fmt.Errorf("--threshold must be greater than 0, got %d", o.threshold))
 	}
-	if o.activation < 0 || o.activation >= o.threshold {
+	// Below a threshold that is itself refused says nothing more.
+	if o.activation < 0 || (o.threshold > 0 && o.activation >= o.threshold) {
 		errs = append(errs, fmt.Errorf("--activation must be at least 0 and below --threshold, got %d", o.activation))
 	}
 	if s.WriteRate < 0 || s.WriteRate > 10000 {
@@ -141,7 +143,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		valueErrs = append(valueErrs, o.validate())
 	}
 	if err := errors.Join(valueErrs...); err != nil {
-		fmt.Fprintf(stderr, "cosmoslag demo: %v\n", err)
+		// One line each, every one with the command's prefix.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "cosmoslag demo: %s\n", line)
+		}
 		return exitBadArgs
 	}
 	polls, err := demo(ctx, o, stdout)

@@ -45,3 +45,27 @@ func TestDemoFlagErrorsNameFlagAndValue(t *testing.T) {
 		t.Errorf("demo --help lost the flag types or defaults:\n%s", help)
 	}
 }
+
+// Every demo flag error is one line with the command's prefix, and a
+// refused --threshold draws no second, consequential error on --activation.
+func TestDemoFlagErrorsOneLineEach(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		lines int
+	}{
+		{[]string{"--threshold", "0"}, 1},
+		{[]string{"--threshold", "-3", "--activation", "-1"}, 2},
+		{[]string{"--partitions", "0", "--max-replicas", "0", "--cooldown", "-1s"}, 3},
+	} {
+		code, _, stderr := runCmd(t, append([]string{"demo"}, tc.args...)...)
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		if code != exitBadArgs || len(lines) != tc.lines {
+			t.Errorf("demo %q: exit %d, %d line(s), want %d: %q", tc.args, code, len(lines), tc.lines, stderr)
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "cosmoslag demo: ") {
+				t.Errorf("demo %q: a line without the prefix: %q", tc.args, l)
+			}
+		}
+	}
+}
