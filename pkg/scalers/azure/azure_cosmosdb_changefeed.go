@@ -108,7 +108,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 	for continuation := ""; ; {
 		header := http.Header{}
 		if continuation != "" {
-			header.Set("x-ms-continuation", continuation)
+			header.Set("X-Ms-Continuation", continuation)
 		}
 		resp, body, err := r.client.send(ctx, http.MethodGet, pkranges, header, nil, operation, http.StatusOK)
 		if err != nil {
@@ -119,7 +119,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 			return fmt.Errorf("%s: malformed response body: %w", operation, err)
 		}
 		all = append(all, page.PartitionKeyRanges...)
-		if continuation = resp.Header.Get("x-ms-continuation"); continuation == "" {
+		if continuation = resp.Header.Get("X-Ms-Continuation"); continuation == "" {
 			break
 		}
 	}
@@ -145,19 +145,19 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 
 func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
 	h := http.Header{}
-	h.Set("A-IM", "Incremental feed")
+	h.Set("A-Im", "Incremental feed")
 	if l.AllVersionsAndDeletes {
 		// As the SDKs send it; the wire format gives each change its metadata.
-		h.Set("A-IM", "Full-Fidelity Feed")
-		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
+		h.Set("A-Im", "Full-Fidelity Feed")
+		h.Set("X-Ms-Cosmos-Changefeed-Wire-Format-Version", "2021-09-15")
 	}
 	h.Set("If-None-Match", l.Continuation)
-	h.Set("x-ms-max-item-count", "1")
-	h.Set("x-ms-documentdb-partitionkeyrangeid", rangeID)
+	h.Set("X-Ms-Max-Item-Count", "1")
+	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", rangeID)
 	if minEPK != "" || maxEPK != "" {
-		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
-		h.Set("x-ms-start-epk", minEPK)
-		h.Set("x-ms-end-epk", maxEPK)
+		h.Set("X-Ms-Read-Key-Type", "EffectivePartitionKeyRange")
+		h.Set("X-Ms-Start-Epk", minEPK)
+		h.Set("X-Ms-End-Epk", maxEPK)
 	}
 	docs := r.client.resource("dbs", r.database, "colls", r.container, "docs")
 	resp, body, err := r.client.send(ctx, http.MethodGet, docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
@@ -168,7 +168,7 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 	if err != nil || !ok {
 		return 0, time.Time{}, err
 	}
-	session, err := cosmosDBSessionLSN(resp.Header.Get("x-ms-session-token"), rangeID)
+	session, err := cosmosDBSessionLSN(resp.Header.Get("X-Ms-Session-Token"), rangeID)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
 	}

@@ -35,24 +35,21 @@ const (
 	cosmosDBSubStatusRangeGone = 1002
 )
 
-// cosmosDBRetry: transport errors, 408, 429, 449 ("retry with") and 5xx, up
-// to three times, after x-ms-retry-after-ms when given; a retry-after over
-// MaxRetryDelay returns the 429 at once, so the poll says it was throttled.
+// cosmosDBRetry: transport errors, 408, 429, 449 and 5xx, three times, after
+// x-ms-retry-after-ms; over MaxRetryDelay, the 429 is returned at once.
 var cosmosDBRetry = policy.RetryOptions{
 	MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
 	StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
 }
 
-// CosmosDBClient sends requests to one account through one azcore pipeline:
-// retries, then per try usage counting, headers and the signature.
+// CosmosDBClient sends requests to one account through one azcore pipeline.
 type CosmosDBClient struct {
 	account  *CosmosDBAccount
 	pipeline runtime.Pipeline
 }
 
-// NewCosmosDBClient builds the pipeline; transport is KEDA's HTTP client,
-// whose timeout (GlobalHTTPTimeout) bounds each try.
+// NewCosmosDBClient: transport is KEDA's client (GlobalHTTPTimeout per try).
 func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
 	var sign policy.Policy = cosmosDBKeyPolicy{key: account.key}
 	if !account.UsesKey() {
@@ -76,9 +73,8 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	return &CosmosDBClient{account: account, pipeline: pipeline}
 }
 
-// cosmosDBBodyTransport reads each body within its try, at most one byte
-// over the cap: a connection cut mid-body is a failed try, retried like any
-// other, and no body of any size is buffered whole.
+// cosmosDBBodyTransport reads each body, capped, within its try: a cut
+// connection is a failed try, retried like any other.
 type cosmosDBBodyTransport struct{ policy.Transporter }
 
 func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
@@ -88,13 +84,20 @@ func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
 	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.Body = cosmosDBBody{bytes.NewReader(body), body}
 	return resp, err
 }
 
-// cosmosDBResource is a request's URL and the resource type and link a
-// master-key signature covers: dbs/d/colls/c is ("colls", the path), the
-// feed dbs/d/colls/c/docs is ("docs", its parent).
+// cosmosDBBody is a body in memory; send takes its bytes without a copy.
+type cosmosDBBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (cosmosDBBody) Close() error { return nil }
+
+// cosmosDBResource is a URL and the resource type and link a signature
+// covers: dbs/d/colls/c is ("colls", it), dbs/d/colls/c/docs ("docs", its parent).
 type cosmosDBResource struct{ url, typ, link string }
 
 func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
@@ -109,8 +112,7 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 
 type cosmosDBResourceKey struct{}
 
-// send sends one request for r with header and a query body (if any); an
-// answer outside ok is a *CosmosDBResponseError.
+// send sends one request; an answer outside ok is a *CosmosDBResponseError.
 func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (*http.Response, []byte, error) {
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
 	if err == nil && query != nil {
@@ -128,22 +130,21 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 	if !slices.Contains(ok, resp.StatusCode) {
 		return nil, nil, newCosmosDBResponseError(operation, resp)
 	}
-	body, _ := io.ReadAll(resp.Body) // in memory
-	if len(body) > cosmosDBMaxResponseBytes {
+	body, inMemory := resp.Body.(cosmosDBBody)
+	if !inMemory || len(body.data) > cosmosDBMaxResponseBytes {
 		return nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
 	}
-	return resp, body, nil
+	return resp, body.data, nil
 }
 
-// cosmosDBHeadersPolicy stamps every try, before signing (the signature
-// covers the date, and the service refuses skewed ones).
+// cosmosDBHeadersPolicy stamps every try before signing, which covers the date.
 type cosmosDBHeadersPolicy struct{}
 
 func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
 	h := req.Raw().Header
-	h.Set("x-ms-version", cosmosDBAPIVersion)
-	h.Set("x-ms-cosmos-sdk-supportedcapabilities", cosmosDBCapabilities)
-	h.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
+	h.Set("X-Ms-Version", cosmosDBAPIVersion)
+	h.Set("X-Ms-Cosmos-Sdk-Supportedcapabilities", cosmosDBCapabilities)
+	h.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
 	return req.Next()
 }
 
@@ -157,7 +158,7 @@ func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if !ok {
 		return nil, errors.New("request has no Cosmos DB resource to sign")
 	}
-	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, r.typ, r.link, raw.Header.Get("x-ms-date")))
+	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")))
 	return req.Next()
 }
 
@@ -185,7 +186,7 @@ func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
 		var charge float64
 		if resp != nil {
-			charge, _ = strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
+			charge, _ = strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
 		}
 		u.mu.Lock()
 		u.requests++
@@ -195,8 +196,7 @@ func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// CosmosDBResponseError is a non-success answer; its message never holds a
-// request header.
+// CosmosDBResponseError is a non-success answer, never quoting a request header.
 type CosmosDBResponseError struct {
 	Operation  string
 	StatusCode int
@@ -233,8 +233,8 @@ func isCosmosDBRangeGone(err error) bool {
 }
 
 func newCosmosDBResponseError(operation string, resp *http.Response) *CosmosDBResponseError {
-	e := &CosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("x-ms-activity-id"))}
-	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("x-ms-substatus"))
+	e := &CosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("X-Ms-Activity-Id"))}
+	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	var payload struct{ Code, Message string }
 	if json.Unmarshal(body, &payload) == nil {

@@ -101,11 +101,11 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	operation := "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container)
 	for continuation := ""; ; {
 		h := http.Header{}
-		h.Set("x-ms-documentdb-isquery", "True")
-		h.Set("x-ms-documentdb-query-enablecrosspartition", "True")
-		h.Set("x-ms-max-item-count", strconv.Itoa(cosmosDBLeasePageSize))
+		h.Set("X-Ms-Documentdb-Isquery", "True")
+		h.Set("X-Ms-Documentdb-Query-Enablecrosspartition", "True")
+		h.Set("X-Ms-Max-Item-Count", strconv.Itoa(cosmosDBLeasePageSize))
 		if continuation != "" {
-			h.Set("x-ms-continuation", continuation)
+			h.Set("X-Ms-Continuation", continuation)
 		}
 		resp, body, err := c.send(ctx, http.MethodPost, docs, h, query, operation, http.StatusOK)
 		if err != nil {
@@ -132,7 +132,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		if err := onPage(p); err != nil {
 			return err
 		}
-		if continuation = resp.Header.Get("x-ms-continuation"); continuation == "" {
+		if continuation = resp.Header.Get("X-Ms-Continuation"); continuation == "" {
 			return nil
 		}
 	}
