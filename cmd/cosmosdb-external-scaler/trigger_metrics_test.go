@@ -60,12 +60,12 @@ func TestPerTriggerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]float64{
-		"cosmosdb_external_scaler_trigger_lag":                        120, // 4 ranges × 30 pending
-		"cosmosdb_external_scaler_trigger_metric_value":               80,  // capped at 4 × 20
-		"cosmosdb_external_scaler_trigger_active_partitions":          4,
-		"cosmosdb_external_scaler_trigger_leases":                     4,
-		"cosmosdb_external_scaler_trigger_stale_parent_leases":        0,
-		"cosmosdb_external_scaler_trigger_last_estimate_success":      1,
+		"cosmosdb_external_scaler_trigger_lag":                   120, // 4 ranges × 30 pending
+		"cosmosdb_external_scaler_trigger_metric_value":          80,  // capped at 4 × 20
+		"cosmosdb_external_scaler_trigger_active_partitions":     4,
+		"cosmosdb_external_scaler_trigger_leases":                4,
+		"cosmosdb_external_scaler_trigger_stale_parent_leases":   0,
+		"cosmosdb_external_scaler_trigger_last_estimate_success": 1,
 	}
 	got := triggerSeries(t, f)
 	for name, v := range want {
