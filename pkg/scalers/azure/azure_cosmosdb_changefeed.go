@@ -110,7 +110,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 		if continuation != "" {
 			header.Set("X-Ms-Continuation", continuation)
 		}
-		resp, body, err := r.client.send(ctx, http.MethodGet, pkranges, header, nil, operation, http.StatusOK)
+		_, reply, body, err := r.client.send(ctx, http.MethodGet, pkranges, header, nil, operation, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 			return fmt.Errorf("%s: malformed response body: %w", operation, err)
 		}
 		all = append(all, page.PartitionKeyRanges...)
-		if continuation = resp.Header.Get("X-Ms-Continuation"); continuation == "" {
+		if continuation = reply.Get("X-Ms-Continuation"); continuation == "" {
 			break
 		}
 	}
@@ -160,15 +160,15 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 		h.Set("X-Ms-End-Epk", maxEPK)
 	}
 	docs := r.client.resource("dbs", r.database, "colls", r.container, "docs")
-	resp, body, err := r.client.send(ctx, http.MethodGet, docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
-	if err != nil || resp.StatusCode == http.StatusNotModified {
+	status, reply, body, err := r.client.send(ctx, http.MethodGet, docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
+	if err != nil || status == http.StatusNotModified {
 		return 0, time.Time{}, err
 	}
 	first, since, ok, err := firstCosmosDBChange(body, l.AllVersionsAndDeletes)
 	if err != nil || !ok {
 		return 0, time.Time{}, err
 	}
-	session, err := cosmosDBSessionLSN(resp.Header.Get("X-Ms-Session-Token"), rangeID)
+	session, err := cosmosDBSessionLSN(reply.Get("X-Ms-Session-Token"), rangeID)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
 	}

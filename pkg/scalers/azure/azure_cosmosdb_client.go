@@ -113,28 +113,28 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 type cosmosDBResourceKey struct{}
 
 // send sends one request; an answer outside ok is a *CosmosDBResponseError.
-func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (*http.Response, []byte, error) {
+func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (int, http.Header, []byte, error) {
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
 	if err == nil && query != nil {
 		err = req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json")
 	}
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
 	maps.Copy(req.Raw().Header, header)
 	runtime.SkipBodyDownload(req) // cosmosDBBodyTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", operation, err)
+		return 0, nil, nil, fmt.Errorf("%s: %w", operation, err)
 	}
 	if !slices.Contains(ok, resp.StatusCode) {
-		return nil, nil, newCosmosDBResponseError(operation, resp)
+		return 0, nil, nil, newCosmosDBResponseError(operation, resp)
 	}
 	body, inMemory := resp.Body.(cosmosDBBody)
 	if !inMemory || len(body.data) > cosmosDBMaxResponseBytes {
-		return nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
+		return 0, nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
 	}
-	return resp, body.data, nil
+	return resp.StatusCode, resp.Header, body.data, nil
 }
 
 // cosmosDBHeadersPolicy stamps every try before signing, which covers the date.

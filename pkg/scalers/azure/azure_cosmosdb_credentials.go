@@ -104,7 +104,7 @@ func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoi
 	if connection != "" {
 		endpoint, key := splitCosmosDBConnectionString(string(connection))
 		if endpoint == "" || key == "" {
-			return nil, fmt.Errorf("%s: a connection string needs AccountEndpoint=...;AccountKey=...", connectionParam)
+			return nil, fmt.Errorf("%s: a connection string needs both AccountEndpoint and AccountKey", connectionParam)
 		}
 		return newCosmosDBAccount(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
 	}

@@ -197,7 +197,7 @@ func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseS
 }
 
 func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, segments ...string) (string, error) {
-	_, body, err := e.data.send(ctx, http.MethodGet, e.data.resource(segments...), nil, nil, operation, http.StatusOK)
+	_, _, body, err := e.data.send(ctx, http.MethodGet, e.data.resource(segments...), nil, nil, operation, http.StatusOK)
 	if err != nil {
 		return "", err
 	}

@@ -107,7 +107,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		if continuation != "" {
 			h.Set("X-Ms-Continuation", continuation)
 		}
-		resp, body, err := c.send(ctx, http.MethodPost, docs, h, query, operation, http.StatusOK)
+		_, reply, body, err := c.send(ctx, http.MethodPost, docs, h, query, operation, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		if err := onPage(p); err != nil {
 			return err
 		}
-		if continuation = resp.Header.Get("X-Ms-Continuation"); continuation == "" {
+		if continuation = reply.Get("X-Ms-Continuation"); continuation == "" {
 			return nil
 		}
 	}
