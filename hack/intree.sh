@@ -77,6 +77,10 @@
 #                       and to check the page's relative links against; without it the
 #                       patch creates the page from nothing
 #   KEDA_DOCS_VERSION   docs version directory of the page (default 2.22)
+# keda-docs.patch is docs/azure-cosmosdb.md with its "See [x](local.md) ..."
+# sentences and its <!-- repo-only --> ... <!-- /repo-only --> spans left out;
+# a page that still names this repository's tools, or whose links or anchors
+# keda-docs cannot resolve, fails the run.
 # Size limits (added lines, checked in "patch" with PATCH_DIR, reported otherwise):
 # production Go under pkg/ 1,500; unit tests under pkg/ 2,500; tests/ 900; all 5,000.
 # The Go build cache is shared with the rest of the machine, so re-runs only
@@ -739,6 +743,15 @@ else
 		# sentence "See [x](y.md) ..." pointing at one is dropped; any other
 		# is an error.
 		perl -0 -p -i -e 's/ ?See \[[^\]]*\]\([a-z0-9_-]+\.md(#[^)]*)?\)[^.]*\.//g' "$page" || fail "perl"
+		# Text about this repository's own tools is wrapped in
+		# <!-- repo-only --> ... <!-- /repo-only --> (it may span lines) and
+		# left out; anything else that names them fails.
+		perl -0 -p -i -e 's/[ \t]*<!-- repo-only -->.*?<!-- \/repo-only -->//gs' "$page" || fail "perl"
+		home_lines=$(grep -n -i -E "$home_only|keda-cosmosdb-scaler|repo-only" "$page")
+		[ -z "$home_lines" ] || {
+			echo "$home_lines" | cut -c1-160 | sed 's/^/    | /' >&2
+			fail "the docs page names what only this repository has; wrap such text in docs/azure-cosmosdb.md in <!-- repo-only --> ... <!-- /repo-only -->"
+		}
 		local_links=$(grep -n -o -E '\]\([^)]+\)' "$page" | grep -v -E '\]\((#|https?://|\./\.\./|\.\./)' || true)
 		[ -z "$local_links" ] || fail "links on the page that keda-docs cannot resolve: $(echo $local_links)"
 		# Anchors: Hugo's heading ids (GitHub's rule: lower case, punctuation
