@@ -55,6 +55,7 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.DurationVar(&o.scaleDown, "scale-down-stabilization", 5*time.Second, "the HPA's scale-down stabilization window, shortened from its 300s default\nso that scale-downs show within the demo (the header line says so)")
 	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
+	fs.BoolVar(&o.sim.Functions, "functions", false, "run the processor of an Azure Functions app without LeaseContainerPrefix (leases without a prefix; the trigger's processorName is \"\")")
 	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
@@ -184,7 +185,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 			"containerId":                      demoContainer,
 			"leaseDatabaseId":                  demoDatabase,
 			"leaseContainerId":                 demoLeaseContainer,
-			"processorName":                    demoProcessor,
+			"processorName":                    o.sim.processor(),
 			"changeFeedLagThreshold":           strconv.FormatInt(o.threshold, 10),
 			"activationChangeFeedLagThreshold": strconv.FormatInt(o.activation, 10),
 		},
@@ -206,7 +207,10 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	}
 	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor\n",
 		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode())
-	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), demoProcessor, metricName)
+	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), o.sim.processor(), metricName)
+	if o.sim.Functions {
+		fmt.Fprintln(out, `an Azure Functions app without LeaseContainerPrefix: its leases carry no prefix, and the trigger says processorName: ""`)
+	}
 	printPollHeader(out)
 
 	var polls []demoPoll

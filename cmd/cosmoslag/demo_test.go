@@ -213,3 +213,23 @@ func TestDemoAllVersionsAndDeletes(t *testing.T) {
 		t.Errorf("summary %q, peak lag %d, last lag %d; want every change (deletes included) processed and the lag back at 0", m, peakLag, rows[len(rows)-1].lag)
 	}
 }
+
+// --functions runs an Azure Functions app's processor without a lease
+// prefix; the real scaler, with processorName "", sees its lag and wakes it.
+func TestDemoFunctionsWithoutPrefix(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "demo", "--functions", "--duration", "3s", "--interval", "200ms", "--threshold", "20")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, `processor "", metric s0-azure-cosmosdb-leases-`) || !strings.Contains(stdout, "LeaseContainerPrefix") {
+		t.Errorf("the header does not say the processor has no prefix:\n%s", stdout)
+	}
+	rows := parseDemoRows(t, stdout)
+	var peakLag int64
+	for _, r := range rows {
+		peakLag = max(peakLag, r.lag)
+	}
+	if peakLag == 0 || !strings.Contains(stdout, "KEDA activates 0 → 1") {
+		t.Errorf("peak lag %d; want the unprefixed leases counted and the app woken:\n%s", peakLag, stdout)
+	}
+}

@@ -55,6 +55,17 @@ type simConfig struct {
 	// AllVersionsAndDeletes runs an all-versions-and-deletes processor, and
 	// a fifth of the writes delete earlier items instead of inserting.
 	AllVersionsAndDeletes bool
+	// Functions runs the processor an Azure Functions app runs when its
+	// trigger leaves LeaseContainerPrefix unset: no prefix on its leases.
+	Functions bool
+}
+
+// processor is the simulated processor's name, the prefix of its leases.
+func (c simConfig) processor() string {
+	if c.Functions {
+		return ""
+	}
+	return demoProcessor
 }
 
 // mode is the simulated processor's change feed mode, in the embedded
@@ -110,7 +121,7 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.leaseWriter = cosmostest.NewLeaseWriter(demoProcessor, w.data, leases, "dotnet-v0")
+	w.leaseWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, "dotnet-v0")
 	w.leaseWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
