@@ -73,8 +73,7 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	return &CosmosDBClient{account: account, pipeline: pipeline}
 }
 
-// cosmosDBBodyTransport reads each body, capped, within its try: a cut
-// connection is a failed try, retried like any other.
+// cosmosDBBodyTransport reads bodies, capped, within the try: a cut one is retried.
 type cosmosDBBodyTransport struct{ policy.Transporter }
 
 func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
@@ -127,6 +126,7 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s: %w", operation, err)
 	}
+	defer resp.Body.Close()
 	if !slices.Contains(ok, resp.StatusCode) {
 		return 0, nil, nil, newCosmosDBResponseError(operation, resp)
 	}
