@@ -916,11 +916,11 @@ EOF
 		echo "$keda_version" >"$frag/KEDA_VERSION"
 		{
 			echo "\`keda-docs.patch\` (beside this file) adds \`$docs_page\`, generated from this repository's \`docs/azure-cosmosdb.md\`; it is based on $docs_base."
-			[ -n "${docs_note:-}" ] && echo "$docs_note"
+			[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
 		} >"$frag/DOCS"
-		# No fragment starts or ends with blank lines.
+		# No fragment starts or ends with blank lines, or has two in a row.
 		for f in "$frag"/*; do
-			awk 'NF { for (; blank > 0; blank--) print ""; print; seen = 1; next } seen { blank++ }' "$f" >"$f.trim" && mv "$f.trim" "$f"
+			awk 'NF { if (blank) print ""; blank = 0; print; seen = 1; next } seen { blank = 1 }' "$f" >"$f.trim" && mv "$f.trim" "$f"
 		done
 		# @@NAME@@ on a line of its own is replaced by the fragment NAME; inline, by its first line.
 		awk -v dir="$frag" '
