@@ -49,9 +49,16 @@ type CosmosDBClient struct {
 	pipeline runtime.Pipeline
 }
 
-// NewCosmosDBClient: transport is KEDA's client (GlobalHTTPTimeout per try).
+// NewCosmosDBClient: transport is KEDA's client; its timeout
+// (GlobalHTTPTimeout) bounds each try.
 func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
-	var sign policy.Policy = cosmosDBKeyPolicy{key: account.key}
+	tries := cosmosDBTransport{send: transport.Do}
+	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
+		// Straight to its round tripper: http.Client's timeout costs a timer
+		// and a goroutine per request (BENCHMARKS.md).
+		tries = cosmosDBTransport{send: c.Transport.RoundTrip, timeout: c.Timeout}
+	}
+	var sign policy.Policy = &cosmosDBKeyPolicy{key: account.key}
 	if !account.UsesKey() {
 		scope := account.scope
 		sign = runtime.NewBearerTokenPolicy(account.token, []string{scope}, &policy.BearerTokenOptions{
@@ -69,15 +76,24 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
 		PerRetry: []policy.Policy{cosmosDBUsagePolicy{}, cosmosDBHeadersPolicy{}, sign},
-	}, &policy.ClientOptions{Transport: cosmosDBBodyTransport{transport}, Retry: cosmosDBRetry})
+	}, &policy.ClientOptions{Transport: tries, Retry: cosmosDBRetry})
 	return &CosmosDBClient{account: account, pipeline: pipeline}
 }
 
-// cosmosDBBodyTransport reads bodies, capped, within the try: a cut one is retried.
-type cosmosDBBodyTransport struct{ policy.Transporter }
+// cosmosDBTransport sends a try and reads its body, capped, within the try:
+// a cut one is retried.
+type cosmosDBTransport struct {
+	send    func(*http.Request) (*http.Response, error)
+	timeout time.Duration
+}
 
-func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
-	resp, err := t.Transporter.Do(req)
+func (t cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
+	if t.timeout > 0 {
+		ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +137,7 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 		return 0, nil, nil, err
 	}
 	maps.Copy(req.Raw().Header, header)
-	runtime.SkipBodyDownload(req) // cosmosDBBodyTransport has read it
+	runtime.SkipBodyDownload(req) // cosmosDBTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s: %w", operation, err)
@@ -149,16 +165,28 @@ func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
 }
 
 // cosmosDBKeyPolicy signs with the account key: HMAC-SHA256 over verb,
-// resource type, link and date, as the REST API documents.
-type cosmosDBKeyPolicy struct{ key []byte }
+// resource type, link and date, as the REST API documents. A poll's reads
+// share all four within a second: the last signature serves them.
+type cosmosDBKeyPolicy struct {
+	key       []byte
+	mu        sync.Mutex
+	signed    [4]string // verb, resource type, link, date
+	signature string
+}
 
-func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (p *cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	r, ok := raw.Context().Value(cosmosDBResourceKey{}).(cosmosDBResource)
 	if !ok {
 		return nil, errors.New("request has no Cosmos DB resource to sign")
 	}
-	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")))
+	signed := [4]string{raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")}
+	p.mu.Lock()
+	if signed != p.signed {
+		p.signed, p.signature = signed, signCosmosDBRequest(p.key, signed[0], signed[1], signed[2], signed[3])
+	}
+	raw.Header["Authorization"] = []string{p.signature}
+	p.mu.Unlock()
 	return req.Next()
 }
 

@@ -134,21 +134,40 @@ func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimat
 // before the final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(CosmosDBReadConcurrency)
 	var (
 		mu        sync.Mutex
 		res       CosmosDBLagEstimate
 		strangers int
+		readers   int
+		leases    = make(chan CosmosDBLease)
 	)
-	// The query is a task too: whichever fails first stops the rest.
+	// The query is a task too: whichever fails first stops the rest. Up to
+	// CosmosDBReadConcurrency readers each read many leases: a goroutine per
+	// lease would regrow its stack through the pipeline every time.
 	g.Go(func() error {
+		defer close(leases)
 		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
 			mu.Lock()
 			res.Documents += page.documents
 			strangers += page.strangers
 			mu.Unlock()
 			for _, l := range page.leases {
-				g.Go(func() error { return e.read(gctx, l, final, &mu, &res) })
+				if readers < CosmosDBReadConcurrency {
+					readers++
+					g.Go(func() error {
+						for l := range leases {
+							if err := e.read(gctx, l, final, &mu, &res); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				select {
+				case leases <- l:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
 			return gctx.Err()
 		})
