@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,12 +130,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 			replaced[parent] = true
 		}
 	}
-	var live []cosmosDBPartitionKeyRange
-	for _, pk := range all {
-		if !replaced[pk.ID] {
-			live = append(live, pk)
-		}
-	}
+	live := slices.DeleteFunc(all, func(pk cosmosDBPartitionKeyRange) bool { return replaced[pk.ID] })
 	if len(live) == 0 {
 		return errors.New(operation + ": the service listed no ranges")
 	}
@@ -219,20 +215,18 @@ func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at
 // cosmosDBSessionLSN reads the LSN from x-ms-session-token entries
 // "{rangeId}:{token}", token "12345", "-1#12345" or "1#12345#1=12340".
 func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
-	entry := strings.TrimSpace(header)
-	if entry == "" {
-		return 0, errors.New("response has no x-ms-session-token")
+	entries := strings.Split(header, ",")
+	entry := strings.TrimSpace(entries[0]) // a single entry is the range read
+	for _, e := range entries[1:] {
+		if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); id == rangeID {
+			entry = strings.TrimSpace(e)
+		}
 	}
-	if strings.Contains(entry, ",") {
-		entry = ""
-		for e := range strings.SplitSeq(header, ",") {
-			if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); id == rangeID {
-				entry = strings.TrimSpace(e)
-			}
-		}
-		if entry == "" {
-			return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
-		}
+	switch {
+	case strings.TrimSpace(header) == "":
+		return 0, errors.New("response has no x-ms-session-token")
+	case len(entries) > 1 && !strings.HasPrefix(entry, rangeID+":"):
+		return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
 	}
 	_, token, ok := strings.Cut(entry, ":")
 	if !ok {

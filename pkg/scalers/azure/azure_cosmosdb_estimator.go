@@ -134,16 +134,23 @@ func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimat
 // before the final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(1 + CosmosDBReadConcurrency)
 	var (
 		mu        sync.Mutex
 		res       CosmosDBLagEstimate
 		strangers int
-		readers   int
 		leases    = make(chan CosmosDBLease)
 	)
-	// The query is a task too: whichever fails first stops the rest. Up to
-	// CosmosDBReadConcurrency readers each read many leases: a goroutine per
-	// lease would regrow its stack through the pipeline every time.
+	reader := func() error {
+		for l := range leases {
+			if err := e.read(gctx, l, final, &mu, &res); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// The query is a task too: whichever fails first stops the rest. Readers
+	// read many leases each: a goroutine per lease regrows its stack every time.
 	g.Go(func() error {
 		defer close(leases)
 		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
@@ -152,17 +159,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 			strangers += page.strangers
 			mu.Unlock()
 			for _, l := range page.leases {
-				if readers < CosmosDBReadConcurrency {
-					readers++
-					g.Go(func() error {
-						for l := range leases {
-							if err := e.read(gctx, l, final, &mu, &res); err != nil {
-								return err
-							}
-						}
-						return nil
-					})
-				}
+				g.TryGo(reader) // one more reader, up to the limit
 				select {
 				case leases <- l:
 				case <-gctx.Done():

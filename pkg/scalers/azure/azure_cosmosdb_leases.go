@@ -146,16 +146,14 @@ func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 		return page.Documents, err
 	}
 	var raw struct{ Documents []json.RawMessage }
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, err
-	}
+	err := json.Unmarshal(body, &raw)
 	documents := make([]cosmosDBLeaseDocument, len(raw.Documents))
 	for i, doc := range raw.Documents {
 		if json.Unmarshal(doc, &documents[i]) != nil {
 			documents[i] = cosmosDBLeaseDocument{}
 		}
 	}
-	return documents, nil
+	return documents, err
 }
 
 // cosmosDBLeaseDocument holds every format's fields; exact key matches win,
