@@ -215,17 +215,16 @@ func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at
 // cosmosDBSessionLSN reads the LSN from x-ms-session-token entries
 // "{rangeId}:{token}", token "12345", "-1#12345" or "1#12345#1=12340".
 func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
-	entries := strings.Split(header, ",")
-	entry := strings.TrimSpace(entries[0]) // a single entry is the range read
-	for _, e := range entries[1:] {
-		if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); id == rangeID {
+	entry := "" // a single entry is the range read
+	for e := range strings.SplitSeq(header, ",") {
+		if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); entry == "" || id == rangeID {
 			entry = strings.TrimSpace(e)
 		}
 	}
 	switch {
-	case strings.TrimSpace(header) == "":
+	case entry == "":
 		return 0, errors.New("response has no x-ms-session-token")
-	case len(entries) > 1 && !strings.HasPrefix(entry, rangeID+":"):
+	case strings.Contains(header, ",") && !strings.HasPrefix(entry, rangeID+":"):
 		return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
 	}
 	_, token, ok := strings.Cut(entry, ":")
