@@ -55,7 +55,7 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 	tries := cosmosDBTransport{send: transport.Do}
 	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
 		// Straight to its round tripper: http.Client's timeout costs a timer
-		// and a goroutine per request (BENCHMARKS.md).
+		// and a goroutine per request.
 		tries = cosmosDBTransport{send: c.Transport.RoundTrip, timeout: c.Timeout}
 	}
 	var sign policy.Policy = &cosmosDBKeyPolicy{key: account.key}
