@@ -231,7 +231,7 @@ case "$series" in split | single) ;; *)
 esac
 cache=${INTREE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-cosmosdb-intree}
 docs_version=${KEDA_DOCS_VERSION:-2.22}
-docs_page=content/docs/$docs_version/scalers/azure-cosmos-db.md
+docs_page=content/docs/$docs_version/scalers/azure-cosmosdb.md
 
 logdir=$scratch.logs
 if [ -e "$logdir" ] && [ ! -e "$logdir/.intree-logs" ]; then
@@ -721,7 +721,7 @@ else
 
 	if [ -n "$patch_dir" ]; then
 		# keda-docs.patch: the scaler's page, from docs/azure-cosmosdb.md.
-		page=$logdir/azure-cosmos-db.md
+		page=$logdir/azure-cosmosdb.md
 		doc=$src/docs/azure-cosmosdb.md
 		[ -f "$doc" ] || fail "no docs/azure-cosmosdb.md"
 		if head -n 1 "$doc" | grep -q '^+++$'; then

@@ -753,6 +753,19 @@ func TestCosmosDBWrongKeyFailsWithoutQuotingIt(t *testing.T) {
 	assert.NotContains(t, err.Error(), "type=master")
 }
 
+func TestCosmosDBUnreachableAccountNamesHostAndTries(t *testing.T) {
+	s := newTestCosmosDBServer(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	config := s.config(nil)
+	config.AuthParams["connection"] = "AccountEndpoint=" + closed.URL + "/;AccountKey=" + testCosmosDBWrongKey
+	_, _, err := testCosmosDBPoll(t, config)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "read database db at "+strings.TrimPrefix(closed.URL, "http://")+" (tries: 4 in ")
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.NotContains(t, err.Error(), testCosmosDBWrongKey)
+}
+
 func TestCosmosDBChangeFeedRequestHeaders(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,12 +130,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 			replaced[parent] = true
 		}
 	}
-	var live []cosmosDBPartitionKeyRange
-	for _, pk := range all {
-		if !replaced[pk.ID] {
-			live = append(live, pk)
-		}
-	}
+	live := slices.DeleteFunc(all, func(pk cosmosDBPartitionKeyRange) bool { return replaced[pk.ID] })
 	if len(live) == 0 {
 		return errors.New(operation + ": the service listed no ranges")
 	}
@@ -219,20 +215,17 @@ func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at
 // cosmosDBSessionLSN reads the LSN from x-ms-session-token entries
 // "{rangeId}:{token}", token "12345", "-1#12345" or "1#12345#1=12340".
 func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
-	entry := strings.TrimSpace(header)
-	if entry == "" {
-		return 0, errors.New("response has no x-ms-session-token")
+	entry := "" // a single entry is the range read
+	for e := range strings.SplitSeq(header, ",") {
+		if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); entry == "" || id == rangeID {
+			entry = strings.TrimSpace(e)
+		}
 	}
-	if strings.Contains(entry, ",") {
-		entry = ""
-		for e := range strings.SplitSeq(header, ",") {
-			if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); id == rangeID {
-				entry = strings.TrimSpace(e)
-			}
-		}
-		if entry == "" {
-			return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
-		}
+	switch {
+	case entry == "":
+		return 0, errors.New("response has no x-ms-session-token")
+	case strings.Contains(header, ",") && !strings.HasPrefix(entry, rangeID+":"):
+		return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
 	}
 	_, token, ok := strings.Cut(entry, ":")
 	if !ok {

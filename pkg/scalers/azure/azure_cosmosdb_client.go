@@ -49,9 +49,16 @@ type CosmosDBClient struct {
 	pipeline runtime.Pipeline
 }
 
-// NewCosmosDBClient: transport is KEDA's client (GlobalHTTPTimeout per try).
+// NewCosmosDBClient: transport is KEDA's client; its timeout
+// (GlobalHTTPTimeout) bounds each try.
 func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
-	var sign policy.Policy = cosmosDBKeyPolicy{key: account.key}
+	tries := cosmosDBTransport{send: transport.Do}
+	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
+		// Straight to its round tripper: http.Client's timeout costs a timer
+		// and a goroutine per request.
+		tries = cosmosDBTransport{send: c.Transport.RoundTrip, timeout: c.Timeout}
+	}
+	var sign policy.Policy = &cosmosDBKeyPolicy{key: account.key}
 	if !account.UsesKey() {
 		scope := account.scope
 		sign = runtime.NewBearerTokenPolicy(account.token, []string{scope}, &policy.BearerTokenOptions{
@@ -68,16 +75,25 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 		})
 	}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{cosmosDBUsagePolicy{}, cosmosDBHeadersPolicy{}, sign},
-	}, &policy.ClientOptions{Transport: cosmosDBBodyTransport{transport}, Retry: cosmosDBRetry})
+		PerRetry: []policy.Policy{cosmosDBTryPolicy{}, sign},
+	}, &policy.ClientOptions{Transport: tries, Retry: cosmosDBRetry})
 	return &CosmosDBClient{account: account, pipeline: pipeline}
 }
 
-// cosmosDBBodyTransport reads bodies, capped, within the try: a cut one is retried.
-type cosmosDBBodyTransport struct{ policy.Transporter }
+// cosmosDBTransport sends a try and reads its body, capped, within the try:
+// a cut one is retried.
+type cosmosDBTransport struct {
+	send    func(*http.Request) (*http.Response, error)
+	timeout time.Duration
+}
 
-func (t cosmosDBBodyTransport) Do(req *http.Request) (*http.Response, error) {
-	resp, err := t.Transporter.Do(req)
+func (t cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
+	if t.timeout > 0 {
+		ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +125,18 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 	return r
 }
 
-type cosmosDBResourceKey struct{}
+// cosmosDBRequest is what the policies learn of a request, and its tries.
+type cosmosDBRequest struct {
+	cosmosDBResource
+	tries int
+}
+
+type cosmosDBRequestKey struct{}
 
 // send sends one request; an answer outside ok is a *CosmosDBResponseError.
 func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (int, http.Header, []byte, error) {
-	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBResourceKey{}, r), method, r.url)
+	start, sent := time.Now(), &cosmosDBRequest{cosmosDBResource: r}
+	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBRequestKey{}, sent), method, r.url)
 	if err == nil && query != nil {
 		err = req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json")
 	}
@@ -121,10 +144,10 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 		return 0, nil, nil, err
 	}
 	maps.Copy(req.Raw().Header, header)
-	runtime.SkipBodyDownload(req) // cosmosDBBodyTransport has read it
+	runtime.SkipBodyDownload(req) // cosmosDBTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s: %w", operation, err)
+		return 0, nil, nil, fmt.Errorf("%s at %s (tries: %d in %s): %w", operation, c.account.Endpoint.Host, sent.tries, time.Since(start).Round(time.Millisecond), err)
 	}
 	defer resp.Body.Close()
 	if !slices.Contains(ok, resp.StatusCode) {
@@ -137,28 +160,54 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 	return resp.StatusCode, resp.Header, body.data, nil
 }
 
-// cosmosDBHeadersPolicy stamps every try before signing, which covers the date.
-type cosmosDBHeadersPolicy struct{}
+// cosmosDBTryPolicy stamps every try before signing, which covers the date,
+// and counts it and its x-ms-request-charge for the request and the poll.
+type cosmosDBTryPolicy struct{}
 
-func (cosmosDBHeadersPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (cosmosDBTryPolicy) Do(req *policy.Request) (*http.Response, error) {
+	sent, ok := req.Raw().Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest)
+	if !ok {
+		return nil, errors.New("request has no Cosmos DB resource")
+	}
 	h := req.Raw().Header
 	h.Set("X-Ms-Version", cosmosDBAPIVersion)
 	h.Set("X-Ms-Cosmos-Sdk-Supportedcapabilities", cosmosDBCapabilities)
 	h.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
-	return req.Next()
+	sent.tries++
+	resp, err := req.Next()
+	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
+		var charge float64
+		if resp != nil {
+			charge, _ = strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+		}
+		u.mu.Lock()
+		u.requests++
+		u.charge += max(charge, 0)
+		u.mu.Unlock()
+	}
+	return resp, err
 }
 
 // cosmosDBKeyPolicy signs with the account key: HMAC-SHA256 over verb,
-// resource type, link and date, as the REST API documents.
-type cosmosDBKeyPolicy struct{ key []byte }
+// resource type, link and date, as the REST API documents. A poll's reads
+// share all four within a second: the last signature serves them.
+type cosmosDBKeyPolicy struct {
+	key       []byte
+	mu        sync.Mutex
+	signed    [4]string // verb, resource type, link, date
+	signature string
+}
 
-func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (p *cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	r, ok := raw.Context().Value(cosmosDBResourceKey{}).(cosmosDBResource)
-	if !ok {
-		return nil, errors.New("request has no Cosmos DB resource to sign")
+	r := raw.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest) // cosmosDBTryPolicy checked it
+	signed := [4]string{raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")}
+	p.mu.Lock()
+	if signed != p.signed {
+		p.signed, p.signature = signed, signCosmosDBRequest(p.key, signed[0], signed[1], signed[2], signed[3])
 	}
-	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")))
+	raw.Header["Authorization"] = []string{p.signature}
+	p.mu.Unlock()
 	return req.Next()
 }
 
@@ -177,24 +226,6 @@ type cosmosDBUsage struct {
 }
 
 type cosmosDBUsageKey struct{}
-
-// cosmosDBUsagePolicy counts every try and its x-ms-request-charge.
-type cosmosDBUsagePolicy struct{}
-
-func (cosmosDBUsagePolicy) Do(req *policy.Request) (*http.Response, error) {
-	resp, err := req.Next()
-	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
-		var charge float64
-		if resp != nil {
-			charge, _ = strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
-		}
-		u.mu.Lock()
-		u.requests++
-		u.charge += max(charge, 0)
-		u.mu.Unlock()
-	}
-	return resp, err
-}
 
 // CosmosDBResponseError is a non-success answer, never quoting a request header.
 type CosmosDBResponseError struct {

@@ -81,11 +81,11 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 	}
 	cred, scope, err := newCosmosDBTokenCredential(auth, transport, logger)
 	if err != nil {
-		keyless := "leaseEndpoint"
+		keyless := "the lease account (leaseEndpoint)"
 		if !data.UsesKey() {
-			keyless = "endpoint"
+			keyless = "the data account (endpoint)"
 		}
-		return nil, nil, fmt.Errorf("%s without an account key: %w", keyless, err)
+		return nil, nil, fmt.Errorf("%s has no account key: %w", keyless, err)
 	}
 	for _, a := range []*CosmosDBAccount{data, lease} {
 		if !a.UsesKey() {

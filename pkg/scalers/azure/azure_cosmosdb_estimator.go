@@ -134,21 +134,37 @@ func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimat
 // before the final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(CosmosDBReadConcurrency)
+	g.SetLimit(1 + CosmosDBReadConcurrency)
 	var (
 		mu        sync.Mutex
 		res       CosmosDBLagEstimate
 		strangers int
+		leases    = make(chan CosmosDBLease)
 	)
-	// The query is a task too: whichever fails first stops the rest.
+	reader := func() error {
+		for l := range leases {
+			if err := e.read(gctx, l, final, &mu, &res); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// The query is a task too: whichever fails first stops the rest. Readers
+	// read many leases each: a goroutine per lease regrows its stack every time.
 	g.Go(func() error {
+		defer close(leases)
 		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
 			mu.Lock()
 			res.Documents += page.documents
 			strangers += page.strangers
 			mu.Unlock()
 			for _, l := range page.leases {
-				g.Go(func() error { return e.read(gctx, l, final, &mu, &res) })
+				g.TryGo(reader) // one more reader, up to the limit
+				select {
+				case leases <- l:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
 			return gctx.Err()
 		})

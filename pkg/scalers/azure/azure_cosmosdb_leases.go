@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -111,16 +112,13 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		if err != nil {
 			return err
 		}
-		var page struct{ Documents []json.RawMessage }
-		if err := json.Unmarshal(body, &page); err != nil {
+		documents, err := decodeCosmosDBLeasePage(body)
+		if err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", operation, err)
 		}
-		p := cosmosDBLeasePage{documents: len(page.Documents)}
-		for _, raw := range page.Documents {
-			var doc cosmosDBLeaseDocument
+		p := cosmosDBLeasePage{documents: len(documents)}
+		for _, doc := range documents {
 			switch {
-			case json.Unmarshal(raw, &doc) != nil:
-				// Not a lease: ignored, as the trigger specifies.
 			case scope.owns(doc.ID, false):
 				if l, ok := doc.lease(); ok {
 					p.leases = append(p.leases, l)
@@ -136,6 +134,26 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 			return nil
 		}
 	}
+}
+
+// decodeCosmosDBLeasePage decodes a page in one pass; if a document does not
+// fit the lease fields, one by one, and such a document (not a lease, as the
+// trigger specifies) decodes as the zero value, which no scope owns.
+func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
+	var page struct{ Documents []cosmosDBLeaseDocument }
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, &page); !errors.As(err, &typeErr) {
+		return page.Documents, err
+	}
+	var raw struct{ Documents []json.RawMessage }
+	err := json.Unmarshal(body, &raw)
+	documents := make([]cosmosDBLeaseDocument, len(raw.Documents))
+	for i, doc := range raw.Documents {
+		if json.Unmarshal(doc, &documents[i]) != nil {
+			documents[i] = cosmosDBLeaseDocument{}
+		}
+	}
+	return documents, err
 }
 
 // cosmosDBLeaseDocument holds every format's fields; exact key matches win,
