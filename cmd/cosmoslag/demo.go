@@ -215,6 +215,11 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 
 	var polls []demoPoll
 	replicas := int32(0)
+	var (
+		lastKind   decisionKind
+		lastCapped bool
+		lastCap    int64
+	)
 	start := time.Now()
 	simStart := time.Unix(0, 0)
 	for k := 0; k <= steps; k++ {
@@ -233,11 +238,22 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 		p := pollScaler(ctx, scaler, metricName, &last)
 		p.At, p.Events = at, append(events, p.Events...)
 		if p.Err == nil {
+			// The metric's cap: the HPA asks for no more replicas than
+			// there are partitions with lag. Said when it starts to bind
+			// or binds at another count.
+			if capped := p.Metric < p.TotalLag; capped && (!lastCapped || p.ActivePartitions != lastCap) {
+				p.Events = append(p.Events, fmt.Sprintf("scaler: metric capped at %d active partition(s) × %d = %d < lag %d",
+					p.ActivePartitions, o.threshold, p.Metric, p.TotalLag))
+			}
+			lastCapped, lastCap = p.Metric < p.TotalLag, p.ActivePartitions
+			// Every decision is explained when the replica count or the
+			// rule that decided it changes (a tolerance or a stabilization
+			// hold keeps the count; so does a running cooldown period).
 			d := hpa.step(simStart.Add(at), replicas, p.Metric, p.Active)
-			if d.Replicas != replicas {
+			if d.Replicas != replicas || d.kind != lastKind {
 				p.Events = append(p.Events, d.Reason)
 			}
-			replicas = d.Replicas
+			replicas, lastKind = d.Replicas, d.kind
 		} else {
 			p.Events = append(p.Events, "poll failed, replicas unchanged: "+p.Err.Error())
 		}

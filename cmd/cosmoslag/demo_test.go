@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -231,5 +232,73 @@ func TestDemoFunctionsWithoutPrefix(t *testing.T) {
 	}
 	if peakLag == 0 || !strings.Contains(stdout, "KEDA activates 0 → 1") {
 		t.Errorf("peak lag %d; want the unprefixed leases counted and the app woken:\n%s", peakLag, stdout)
+	}
+}
+
+// Every replica decision of the demo is explained in EVENTS: whenever the
+// count is not the HPA's plain ceil(metric / threshold) (within [1, max]),
+// the last decision said why (the HPA's tolerance, the scale-down
+// stabilization window, the cooldown period); a count bounded by
+// --max-replicas says so; a metric capped by the active partitions says so
+// at that partition count. The run (seed 2) has each of these.
+func TestDemoExplainsEveryReplicaDecision(t *testing.T) {
+	const threshold, maxReplicas = 20, 3
+	code, stdout, stderr := runCmd(t, "demo", "--duration", "4s", "--interval", "200ms", "--threshold", "20", "--max-replicas", "3",
+		"--cooldown", "600ms", "--scale-down-stabilization", "1s", "--seed", "2")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	rows := parseDemoRows(t, stdout)
+	decisionWords := regexp.MustCompile(`HPA: |KEDA |inactive`)
+	var lastDecision, lastCap string
+	seen := map[string]bool{}
+	for i, r := range rows {
+		if decisionWords.MatchString(r.events) {
+			lastDecision = r.events
+		}
+		if m := regexp.MustCompile(`metric capped at \d+ active partition\(s\)[^;]*`).FindString(r.events); m != "" {
+			lastCap = m
+		}
+		if r.metric < r.lag {
+			seen["cap"] = true
+			if !strings.HasPrefix(lastCap, fmt.Sprintf("metric capped at %d active partition(s) × %d = %d", r.partitions, threshold, r.metric)) {
+				t.Errorf("row %d: metric %d < lag %d, capped at %d partitions, but the last cap event says %q", i, r.metric, r.lag, r.partitions, lastCap)
+			}
+		}
+		if i == 0 || rows[i-1].replicas == 0 {
+			continue // KEDA's activation decides, not the HPA
+		}
+		if !r.active {
+			if r.replicas > 0 {
+				seen["cooldown"] = true
+				if !strings.Contains(lastDecision, "cooldown period") {
+					t.Errorf("row %d: inactive at %d replicas, the last decision %q does not name the cooldown period", i, r.replicas, lastDecision)
+				}
+			}
+			continue
+		}
+		raw := (r.metric + threshold - 1) / threshold
+		if raw > maxReplicas {
+			seen["max"] = true
+			if r.replicas == maxReplicas && !strings.Contains(lastDecision, "bounded by maxReplicaCount 3") {
+				t.Errorf("row %d: ceil(%d / %d) = %d bounded to %d, the last decision %q does not say so", i, r.metric, threshold, raw, maxReplicas, lastDecision)
+			}
+		}
+		if want := min(max(raw, 1), maxReplicas); r.replicas != want {
+			switch {
+			case strings.Contains(lastDecision, "tolerance"):
+				seen["tolerance"] = true
+			case strings.Contains(lastDecision, "stabilization window"):
+				seen["hold"] = true
+			default:
+				t.Errorf("row %d: %d replicas where ceil(%d / %d) gives %d, unexplained by the last decision %q", i, r.replicas, r.metric, threshold, want, lastDecision)
+			}
+		}
+	}
+	for _, k := range []string{"cap", "cooldown", "max", "tolerance", "hold"} {
+		if !seen[k] {
+			t.Errorf("the run had no %s decision to check", k)
+		}
 	}
 }
