@@ -210,11 +210,11 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 	px, py := x(peakLag.At.Seconds()), yLag(float64(peakLag.TotalLag))
 	fmt.Fprintf(&b, `<circle id="peak-lag" cx="%.1f" cy="%.1f" r="3.5" fill="#1f77b4"/>`+"\n", px, py)
 	text := fmt.Sprintf("peak lag %d at %ss", peakLag.TotalLag, trimFloat(peakLag.At.Seconds()))
-	label("peak-lag-label", "", "#1f77b4", text, around(px, py, textWidth(text)))
+	leader(&b, px, py, label("peak-lag-label", "", "#1f77b4", text, around(px, py, textWidth(text))), "#1f77b4")
 	rx, ry := x(peakRep.At.Seconds()), yRep(float64(peakRep.Replicas))
 	fmt.Fprintf(&b, `<circle id="peak-replicas" cx="%.1f" cy="%.1f" r="3.5" fill="#2ca02c"/>`+"\n", rx, ry)
 	text = fmt.Sprintf("peak %d replicas", peakRep.Replicas)
-	label("peak-replicas-label", "", "#2ca02c", text, around(rx, ry, textWidth(text)))
+	leader(&b, rx, ry, label("peak-replicas-label", "", "#2ca02c", text, around(rx, ry, textWidth(text))), "#2ca02c")
 
 	// Legend.
 	legend := []struct{ color, dash, label string }{

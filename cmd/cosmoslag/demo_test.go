@@ -302,3 +302,67 @@ func TestDemoExplainsEveryReplicaDecision(t *testing.T) {
 		}
 	}
 }
+
+// demo --merge runs on an account with partition merge enabled and merges
+// two adjacent ranges after the split: the poll of the merge meets both
+// old leases as stale parents, the processor replaces them by EPK leases
+// over the old ranges (as the .NET SDK does), and the scaler then reads each
+// EPK lease's part of the merged range, counting them as separate active
+// partitions; every change is processed. The chart marks the merge.
+func TestDemoMerge(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "merge.svg")
+	code, stdout, stderr := runCmd(t, "demo", "--merge", "--duration", "3s", "--interval", "200ms", "--threshold", "20", "--chart", chart)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	header, _, _ := strings.Cut(stdout, "\n")
+	if !strings.HasSuffix(header, ", partition merge enabled") {
+		t.Errorf("the header does not say the account has partition merge enabled: %q", header)
+	}
+	rows := parseDemoRows(t, stdout)
+	mergeRe := regexp.MustCompile(`merge: ranges (\d+), (\d+) → (\d+)`)
+	mergedAt, followedAt, epkAt := -1, -1, -1
+	var a, b, merged string
+	for i, r := range rows {
+		if m := mergeRe.FindStringSubmatch(r.events); m != nil && mergedAt < 0 {
+			mergedAt, a, b, merged = i, m[1], m[2], m[3]
+			if !r.stale || !strings.Contains(r.events, "scaler: 2 stale parent lease(s)") {
+				t.Errorf("row %d: the poll of the merge does not meet both old leases as stale parents: %+v", i, r)
+			}
+		}
+		if mergedAt >= 0 && followedAt < 0 && strings.Contains(r.events, fmt.Sprintf("processor: lease(s) %s, %s → EPK lease(s) ", a, b)) &&
+			strings.Contains(r.events, "of merged range "+merged) {
+			followedAt = i
+		}
+		if m := regexp.MustCompile(`scaler: 2 EPK lease\(s\) each read their part of the merged range, (\d) of them lagging: (\d) active partition\(s\)`).FindStringSubmatch(r.events); m != nil && epkAt < 0 {
+			epkAt = i
+			if m[1] != m[2] || r.partitions < int64(m[2][0]-'0') {
+				t.Errorf("row %d: %s lagging EPK leases, %s active partitions claimed, %d counted", i, m[1], m[2], r.partitions)
+			}
+		}
+	}
+	if mergedAt < 0 || followedAt <= mergedAt || epkAt < followedAt {
+		t.Fatalf("merge at row %d, leases followed at %d, EPK leases read at %d; want them in that order", mergedAt, followedAt, epkAt)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("  merge              ranges %s, %s → %s; 1 poll(s) saw a stale parent lease\n", a, b, merged)) {
+		t.Error("the summary does not tell the merge")
+	}
+	m := regexp.MustCompile(`items written\s+(\d+); processed (\d+); backlog left (\d+)`).FindStringSubmatch(stdout)
+	if len(m) != 4 || m[1] != m[2] || m[3] != "0" {
+		t.Errorf("summary %q: want every change processed across the merge", m)
+	}
+	raw, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elems := parseSVG(t, raw); len(byAttr(elems, "id", "merge")) != 1 || len(byAttr(elems, "id", "split")) != 1 {
+		t.Error("the chart does not mark both the split and the merge")
+	}
+
+	// Without --merge there is no merge.
+	_, stdout, _ = runCmd(t, "demo", "--duration", "1s", "--interval", "200ms")
+	if strings.Contains(stdout, "merge") {
+		t.Errorf("a merge without --merge:\n%s", stdout)
+	}
+}
