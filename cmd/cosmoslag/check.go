@@ -47,7 +47,10 @@ func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
 would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
 shows it lease by lease: token, format, owner, continuation, and the lag or
-"stale parent" (its partition split and the processor has not replaced it).
+"stale parent" (its partition split or merged and the processor has not
+replaced it); when a lease's range merged or split, a RANGE column says
+which and names the ranges that hold it now ("merged into 6", "split into
+4, 5", "part of merged range 6" for an EPK lease over part of a range).
 Then the totals, the metric, whether the trigger is active, and the replicas
 KEDA and the HPA would choose from --current-replicas, bounded by the
 ScaledObject's minReplicaCount and maxReplicaCount. A scale down is held
@@ -69,9 +72,17 @@ Keys, connection strings and client secrets are never printed.
 triggers: fragment is read as a ScaledObject's triggers with KEDA's defaults.
 
 The scaler's warnings (unknown keys, secrets in plain metadata) are shown,
-and a warning when no lease is counted while the ScaledObject can scale to
-zero (minReplicaCount 0): the processor would not be woken from zero. To
-check manifests offline, without an estimate, run cosmoslag validate.
+and a warning when no lease, or not every lease, of the processor is
+counted (never checkpointed: no continuation) while the ScaledObject can
+scale to zero (minReplicaCount 0 or unset): changes on those partitions
+would not wake the processor from zero. To check manifests offline,
+without an estimate, run cosmoslag validate.
+
+After the estimate, check reads with the same account keys what the
+estimate does not report: the monitored container's partition key ranges
+(when a lease is a stale parent or an EPK lease) and, when the ScaledObject
+can scale to zero, the processor's lease documents. These reads are not in
+the Cost line; with bearer-token accounts they are skipped, with a note.
 
 Each Cosmos DB request try is bounded as in KEDA's operator: by
 KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
@@ -217,6 +228,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if w := wakeFromZeroWarning(setup, report); w != "" {
 		report.Warnings = append(report.Warnings, w)
 	}
+	diagnoseCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	diagnose(diagnoseCtx, setup, report, estimate, stderr)
+	cancel()
 	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
 	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan

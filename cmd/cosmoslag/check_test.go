@@ -150,9 +150,9 @@ func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
 	}
 	t.Log("\n" + stdout)
 	for _, re := range []string{
-		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+\d+s$`,
-		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+-\s+"0"\s+stale parent\s+-$`,
-		`(?m)^Total lag\s+7 over 2 lease\(s\), 1 stale parent`,
+		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+\d+s\s+-$`,
+		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+-\s+"0"\s+stale parent\s+-\s+split into 2, 3$`,
+		`(?m)^Total lag\s+7 over 2 lease\(s\), 1 stale parent\(s\) \(1 of a split range\)`,
 		`(?m)^Active partitions\s+1$`,
 		`(?m)^Metric\s+7 = `,
 		`(?m)^Replicas\s+1 → 1: HPA: ceil\(7 / 50\) = 1`,

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
 // The simulated consumer: a change feed processor's replicas draining the
@@ -12,12 +15,27 @@ import (
 
 // simLease is the processor's view of one of its leases.
 type simLease struct {
-	token      string // a partition key range id (the demo uses .NET v0 leases)
-	checkpoint int64  // LSN of the last processed change
-	owner      int    // replica number, 0 = unowned
-	carry      float64
-	stale      bool  // its range split; the next running replica replaces it
-	caughtUp   int64 // range LSN at which a read last found nothing more; -1 = never
+	token string // a partition key range id (.NET v0 leases), or "{min}-{max}" (v1, after a merge)
+	// rangeID is the physical range the lease is read through: its token
+	// for a v0 lease; for a v1 lease the merged range holding its EPK
+	// range [minEPK, maxEPK).
+	rangeID        string
+	epk            bool
+	minEPK, maxEPK string
+	checkpoint     int64 // LSN of the last processed change
+	owner          int   // replica number, 0 = unowned
+	carry          float64
+	stale          bool   // its range split or merged; the next running replica replaces it
+	mergedInto     string // the range its range merged into, if it merged
+	caughtUp       int64  // range LSN at which a read last found nothing more; -1 = never
+}
+
+// writer is the lease writer of the lease's format.
+func (w *world) writer(l *simLease) *cosmostest.LeaseWriter {
+	if l.epk {
+		return w.epkWriter
+	}
+	return w.leaseWriter
 }
 
 // runConsumer is one interval of the simulated processor with `replicas` replicas.
@@ -28,8 +46,18 @@ type simLease struct {
 func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error) {
 	var events []string
 	if replicas > 0 {
+		var merged, epkTokens []string
+		into := ""
 		for _, l := range w.sortedLeases() {
-			if !l.stale {
+			switch {
+			case !l.stale:
+				continue
+			case l.mergedInto != "":
+				token, err := w.followMerge(l)
+				if err != nil {
+					return nil, err
+				}
+				merged, epkTokens, into = append(merged, l.token), append(epkTokens, shortEPK(token)), l.mergedInto
 				continue
 			}
 			children, err := w.leaseWriter.ReplaceAfterSplit(l.token)
@@ -38,9 +66,13 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 			}
 			delete(w.leases, l.token)
 			for _, c := range children {
-				w.leases[c] = &simLease{token: c, checkpoint: l.checkpoint, caughtUp: -1}
+				w.leases[c] = &simLease{token: c, rangeID: c, checkpoint: l.checkpoint, caughtUp: -1}
 			}
 			events = append(events, fmt.Sprintf("processor: lease %s replaced by %s", l.token, strings.Join(children, ", ")))
+		}
+		if len(merged) > 0 {
+			events = append(events, fmt.Sprintf("processor: lease(s) %s → EPK lease(s) %s of merged range %s, each from its old continuation (as .NET does)",
+				strings.Join(merged, ", "), strings.Join(epkTokens, ", "), into))
 		}
 	}
 
@@ -85,8 +117,8 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 		if n <= 0 || w.pending(l) == 0 {
 			continue
 		}
-		lsn := w.data.LSN(l.token)
-		changes, err := w.feed.read(ctx, l.token, l.checkpoint, n)
+		lsn := w.data.LSN(l.rangeID)
+		changes, err := w.feed.read(ctx, l, n)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +130,7 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 		}
 		l.checkpoint = max(l.checkpoint, changes.Last)
 		w.Processed += int64(changes.Count)
-		if err := w.leaseWriter.Checkpoint(l.token, l.checkpoint); err != nil {
+		if err := w.writer(l).Checkpoint(l.token, l.checkpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -114,7 +146,7 @@ func (w *world) pending(l *simLease) int64 {
 	if l.stale {
 		return 0
 	}
-	lsn := w.data.LSN(l.token)
+	lsn := w.data.LSN(l.rangeID)
 	if lsn == l.caughtUp {
 		return 0
 	}
@@ -144,7 +176,7 @@ func (w *world) setOwner(l *simLease, replica int) error {
 	if replica > 0 {
 		name = fmt.Sprintf("%s-%d", demoProcessor, replica)
 	}
-	return w.leaseWriter.SetOwner(l.token, name)
+	return w.writer(l).SetOwner(l.token, name)
 }
 
 // sortedLeases orders leases by numeric range id, for deterministic runs.
@@ -160,4 +192,51 @@ func (w *world) sortedLeases() []*simLease {
 		return strings.Compare(a.token, b.token)
 	})
 	return out
+}
+
+// followMerge does what the .NET SDK's processor does when a range-id
+// (version 0) lease's range was merged (PartitionSynchronizerCore): it
+// replaces the lease by an EPK-range (version 1) lease over the old range's
+// EPK range, with the old continuation, read through the merged range with
+// EPK bounds from then on. It returns the new lease's token.
+func (w *world) followMerge(l *simLease) (string, error) {
+	doc, ok := w.leaseWriter.Lease(l.token)
+	if !ok {
+		return "", fmt.Errorf("lease %s: %w", l.token, cosmostest.ErrLeaseNotFound)
+	}
+	fr, _ := doc["FeedRange"].(map[string]any)
+	r, _ := fr["Range"].(map[string]any)
+	lo, _ := r["min"].(string)
+	hi, okHi := r["max"].(string)
+	if !okHi {
+		return "", fmt.Errorf("lease %s has no FeedRange to follow the merge with", l.token)
+	}
+	token := lo + "-" + hi
+	epk := maps.Clone(doc)
+	epk["id"], epk["LeaseToken"], epk["version"], epk["Owner"] = w.epkWriter.LeaseID(token), token, 1, nil
+	for _, k := range []string{"_rid", "_self", "_etag", "_ts", "_attachments"} {
+		delete(epk, k) // the service's own fields
+	}
+	if _, err := w.leaseStore.Upsert(epk); err != nil {
+		return "", fmt.Errorf("write lease %s: %w", token, err)
+	}
+	w.leaseStore.Delete(w.leaseWriter.LeaseID(l.token))
+	delete(w.leases, l.token)
+	w.leases[token] = &simLease{token: token, rangeID: l.mergedInto, epk: true, minEPK: lo, maxEPK: hi, checkpoint: l.checkpoint, caughtUp: -1}
+	return token, nil
+}
+
+// shortEPK shortens the bounds of an EPK lease token for the events line.
+func shortEPK(token string) string {
+	lo, hi, _ := strings.Cut(token, "-")
+	cut := func(s string) string {
+		if len(s) > 6 {
+			return s[:6] + "…"
+		}
+		if s == "" {
+			return `""`
+		}
+		return s
+	}
+	return "[" + cut(lo) + ", " + cut(hi) + ")"
 }

@@ -37,6 +37,8 @@ type demoPoll struct {
 	Requests         int64 // HTTP requests of the poll, retries included
 	RequestCharge    float64
 	StaleParents     bool
+	EPKLeases        int // leases over part of a physical range (after a merge)
+	EPKActive        int // of those, the lagging ones
 	Err              error
 	Events           []string
 }
@@ -56,6 +58,7 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.Uint64Var(&o.sim.Seed, "seed", 1, "seed of the write jitter and placement; equal seeds give equal runs")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of lag and replicas over time to this file")
 	fs.BoolVar(&o.sim.Functions, "functions", false, "run the processor of an Azure Functions app without LeaseContainerPrefix (leases without a prefix; the trigger's processorName is \"\")")
+	fs.BoolVar(&o.sim.Merge, "merge", false, "enable partition merge on the account and merge two adjacent partitions part-way through,\nafter the split; the processor follows the merge as the .NET SDK does (EPK leases over the old ranges)")
 	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
@@ -65,10 +68,14 @@ Azure account needed) while simulating a deployment:
 
   - writers insert into a container with several physical partitions: an
     idle start, steady traffic, a burst with a hot partition key, then idle;
-  - the hot key's partition splits part-way through;
+  - the hot key's partition splits part-way through; with --merge, two
+    adjacent partitions merge later on (the account has partition merge
+    enabled, so every client must declare the PartitionMerge capability);
   - a change feed processor drains at --drain-rate per replica, one lease
     per replica, checkpointing like a real processor, and replaces the split
-    partition's lease with its children whenever one replica is running;
+    partition's lease with its children whenever one replica is running
+    (and, as the .NET SDK does, each lease of a merged partition by an EPK
+    lease over its old range, read through the merged partition);
   - the real scaler (scalers.NewAzureCosmosDBScaler) is polled every
     --interval and a model of KEDA and the HPA sets the replica count:
     activation from 0, ceil(metric / threshold) replicas, scale-downs held
@@ -205,8 +212,12 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	if o.scaleDown != defaultScaleDownWindow {
 		window += fmt.Sprintf(" (the HPA's default is %ds)", int(defaultScaleDownWindow/time.Second))
 	}
-	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor\n",
-		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode())
+	merge := ""
+	if o.sim.Merge {
+		merge = ", partition merge enabled"
+	}
+	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor%s\n",
+		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode(), merge)
 	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), o.sim.processor(), metricName)
 	if o.sim.Functions {
 		fmt.Fprintln(out, `an Azure Functions app without LeaseContainerPrefix: its leases carry no prefix, and the trigger says processorName: ""`)
@@ -215,6 +226,12 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 
 	var polls []demoPoll
 	replicas := int32(0)
+	var (
+		lastKind   decisionKind
+		lastCapped bool
+		lastCap    int64
+		epkShown   bool
+	)
 	start := time.Now()
 	simStart := time.Unix(0, 0)
 	for k := 0; k <= steps; k++ {
@@ -232,12 +249,28 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 		last = nil
 		p := pollScaler(ctx, scaler, metricName, &last)
 		p.At, p.Events = at, append(events, p.Events...)
+		if p.Err == nil && p.EPKActive > 0 && !epkShown {
+			epkShown = true
+			p.Events = append(p.Events, fmt.Sprintf("scaler: %d EPK lease(s) each read their part of the merged range, %d of them lagging: %d active partition(s)",
+				p.EPKLeases, p.EPKActive, p.EPKActive))
+		}
 		if p.Err == nil {
+			// The metric's cap: the HPA asks for no more replicas than
+			// there are partitions with lag. Said when it starts to bind
+			// or binds at another count.
+			if capped := p.Metric < p.TotalLag; capped && (!lastCapped || p.ActivePartitions != lastCap) {
+				p.Events = append(p.Events, fmt.Sprintf("scaler: metric capped at %d active partition(s) × %d = %d < lag %d",
+					p.ActivePartitions, o.threshold, p.Metric, p.TotalLag))
+			}
+			lastCapped, lastCap = p.Metric < p.TotalLag, p.ActivePartitions
+			// Every decision is explained when the replica count or the
+			// rule that decided it changes (a tolerance or a stabilization
+			// hold keeps the count; so does a running cooldown period).
 			d := hpa.step(simStart.Add(at), replicas, p.Metric, p.Active)
-			if d.Replicas != replicas {
+			if d.Replicas != replicas || d.kind != lastKind {
 				p.Events = append(p.Events, d.Reason)
 			}
-			replicas = d.Replicas
+			replicas, lastKind = d.Replicas, d.kind
 		} else {
 			p.Events = append(p.Events, "poll failed, replicas unchanged: "+p.Err.Error())
 		}
@@ -270,6 +303,14 @@ func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, last *
 		return p
 	}
 	p.TotalLag, p.ActivePartitions, p.Metric, p.Active = e.TotalLag, e.ActivePartitions, e.Metric, e.Active
+	for _, l := range e.Leases {
+		if l.EPK {
+			p.EPKLeases++
+			if l.Lag > 0 {
+				p.EPKActive++
+			}
+		}
+	}
 	switch {
 	case e.StaleParents > 0:
 		p.StaleParents = true

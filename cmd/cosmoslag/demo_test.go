@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -231,5 +232,137 @@ func TestDemoFunctionsWithoutPrefix(t *testing.T) {
 	}
 	if peakLag == 0 || !strings.Contains(stdout, "KEDA activates 0 → 1") {
 		t.Errorf("peak lag %d; want the unprefixed leases counted and the app woken:\n%s", peakLag, stdout)
+	}
+}
+
+// Every replica decision of the demo is explained in EVENTS: whenever the
+// count is not the HPA's plain ceil(metric / threshold) (within [1, max]),
+// the last decision said why (the HPA's tolerance, the scale-down
+// stabilization window, the cooldown period); a count bounded by
+// --max-replicas says so; a metric capped by the active partitions says so
+// at that partition count. The run (seed 2) has each of these.
+func TestDemoExplainsEveryReplicaDecision(t *testing.T) {
+	const threshold, maxReplicas = 20, 3
+	code, stdout, stderr := runCmd(t, "demo", "--duration", "4s", "--interval", "200ms", "--threshold", "20", "--max-replicas", "3",
+		"--cooldown", "600ms", "--scale-down-stabilization", "1s", "--seed", "2")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	rows := parseDemoRows(t, stdout)
+	decisionWords := regexp.MustCompile(`HPA: |KEDA |inactive`)
+	var lastDecision, lastCap string
+	seen := map[string]bool{}
+	for i, r := range rows {
+		if decisionWords.MatchString(r.events) {
+			lastDecision = r.events
+		}
+		if m := regexp.MustCompile(`metric capped at \d+ active partition\(s\)[^;]*`).FindString(r.events); m != "" {
+			lastCap = m
+		}
+		if r.metric < r.lag {
+			seen["cap"] = true
+			if !strings.HasPrefix(lastCap, fmt.Sprintf("metric capped at %d active partition(s) × %d = %d", r.partitions, threshold, r.metric)) {
+				t.Errorf("row %d: metric %d < lag %d, capped at %d partitions, but the last cap event says %q", i, r.metric, r.lag, r.partitions, lastCap)
+			}
+		}
+		if i == 0 || rows[i-1].replicas == 0 {
+			continue // KEDA's activation decides, not the HPA
+		}
+		if !r.active {
+			if r.replicas > 0 {
+				seen["cooldown"] = true
+				if !strings.Contains(lastDecision, "cooldown period") {
+					t.Errorf("row %d: inactive at %d replicas, the last decision %q does not name the cooldown period", i, r.replicas, lastDecision)
+				}
+			}
+			continue
+		}
+		raw := (r.metric + threshold - 1) / threshold
+		if raw > maxReplicas {
+			seen["max"] = true
+			if r.replicas == maxReplicas && !strings.Contains(lastDecision, "bounded by maxReplicaCount 3") {
+				t.Errorf("row %d: ceil(%d / %d) = %d bounded to %d, the last decision %q does not say so", i, r.metric, threshold, raw, maxReplicas, lastDecision)
+			}
+		}
+		if want := min(max(raw, 1), maxReplicas); r.replicas != want {
+			switch {
+			case strings.Contains(lastDecision, "tolerance"):
+				seen["tolerance"] = true
+			case strings.Contains(lastDecision, "stabilization window"):
+				seen["hold"] = true
+			default:
+				t.Errorf("row %d: %d replicas where ceil(%d / %d) gives %d, unexplained by the last decision %q", i, r.replicas, r.metric, threshold, want, lastDecision)
+			}
+		}
+	}
+	for _, k := range []string{"cap", "cooldown", "max", "tolerance", "hold"} {
+		if !seen[k] {
+			t.Errorf("the run had no %s decision to check", k)
+		}
+	}
+}
+
+// demo --merge runs on an account with partition merge enabled and merges
+// two adjacent ranges after the split: the poll of the merge meets both
+// old leases as stale parents, the processor replaces them by EPK leases
+// over the old ranges (as the .NET SDK does), and the scaler then reads each
+// EPK lease's part of the merged range, counting them as separate active
+// partitions; every change is processed. The chart marks the merge.
+func TestDemoMerge(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "merge.svg")
+	code, stdout, stderr := runCmd(t, "demo", "--merge", "--duration", "3s", "--interval", "200ms", "--threshold", "20", "--chart", chart)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log("\n" + stdout)
+	header, _, _ := strings.Cut(stdout, "\n")
+	if !strings.HasSuffix(header, ", partition merge enabled") {
+		t.Errorf("the header does not say the account has partition merge enabled: %q", header)
+	}
+	rows := parseDemoRows(t, stdout)
+	mergeRe := regexp.MustCompile(`merge: ranges (\d+), (\d+) → (\d+)`)
+	mergedAt, followedAt, epkAt := -1, -1, -1
+	var a, b, merged string
+	for i, r := range rows {
+		if m := mergeRe.FindStringSubmatch(r.events); m != nil && mergedAt < 0 {
+			mergedAt, a, b, merged = i, m[1], m[2], m[3]
+			if !r.stale || !strings.Contains(r.events, "scaler: 2 stale parent lease(s)") {
+				t.Errorf("row %d: the poll of the merge does not meet both old leases as stale parents: %+v", i, r)
+			}
+		}
+		if mergedAt >= 0 && followedAt < 0 && strings.Contains(r.events, fmt.Sprintf("processor: lease(s) %s, %s → EPK lease(s) ", a, b)) &&
+			strings.Contains(r.events, "of merged range "+merged) {
+			followedAt = i
+		}
+		if m := regexp.MustCompile(`scaler: 2 EPK lease\(s\) each read their part of the merged range, (\d) of them lagging: (\d) active partition\(s\)`).FindStringSubmatch(r.events); m != nil && epkAt < 0 {
+			epkAt = i
+			if m[1] != m[2] || r.partitions < int64(m[2][0]-'0') {
+				t.Errorf("row %d: %s lagging EPK leases, %s active partitions claimed, %d counted", i, m[1], m[2], r.partitions)
+			}
+		}
+	}
+	if mergedAt < 0 || followedAt <= mergedAt || epkAt < followedAt {
+		t.Fatalf("merge at row %d, leases followed at %d, EPK leases read at %d; want them in that order", mergedAt, followedAt, epkAt)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("  merge              ranges %s, %s → %s; 1 poll(s) saw a stale parent lease\n", a, b, merged)) {
+		t.Error("the summary does not tell the merge")
+	}
+	m := regexp.MustCompile(`items written\s+(\d+); processed (\d+); backlog left (\d+)`).FindStringSubmatch(stdout)
+	if len(m) != 4 || m[1] != m[2] || m[3] != "0" {
+		t.Errorf("summary %q: want every change processed across the merge", m)
+	}
+	raw, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elems := parseSVG(t, raw); len(byAttr(elems, "id", "merge")) != 1 || len(byAttr(elems, "id", "split")) != 1 {
+		t.Error("the chart does not mark both the split and the merge")
+	}
+
+	// Without --merge there is no merge.
+	_, stdout, _ = runCmd(t, "demo", "--duration", "1s", "--interval", "200ms")
+	if strings.Contains(stdout, "merge") {
+		t.Errorf("a merge without --merge:\n%s", stdout)
 	}
 }

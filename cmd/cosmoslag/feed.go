@@ -34,9 +34,12 @@ type changes struct {
 	Last  int64 // the LSN of the last change: the checkpoint to write
 }
 
-// read reads up to maxItems changes of range rangeID after checkpoint.
-func (f *feedReader) read(ctx context.Context, rangeID string, checkpoint int64, maxItems int) (changes, error) {
+// read reads up to maxItems changes of the lease's range after its
+// checkpoint: its partition key range, or for an EPK lease its EPK range
+// within the physical range holding it.
+func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (changes, error) {
 	const operation = "read change feed"
+	rangeID, checkpoint := l.rangeID, l.checkpoint
 	path := "/dbs/" + demoDatabase + "/colls/" + demoContainer + "/docs"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint+path, nil)
 	if err != nil {
@@ -59,6 +62,14 @@ func (f *feedReader) read(ctx context.Context, rangeID string, checkpoint int64,
 	h.Set("If-None-Match", strconv.Quote(strconv.FormatInt(checkpoint, 10)))
 	h.Set("x-ms-max-item-count", strconv.Itoa(maxItems))
 	h.Set("x-ms-documentdb-partitionkeyrangeid", rangeID)
+	if l.epk {
+		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
+		h.Set("x-ms-start-epk", l.minEPK)
+		h.Set("x-ms-end-epk", l.maxEPK)
+	}
+	// As the SDKs do: an account with partition merge enabled refuses
+	// clients that do not declare the capability.
+	h.Set("x-ms-cosmos-sdk-supportedcapabilities", "1")
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	v2 "k8s.io/api/autoscaling/v2"
@@ -57,9 +58,25 @@ type decision struct {
 	Replicas int32  `json:"replicas"`
 	Reason   string `json:"reason"`
 
+	kind        decisionKind
 	held        bool  // the stabilization window holds Replicas above recommended
 	recommended int32 // the HPA's recommendation for this reading
 }
+
+// decisionKind is which rule made a decision; the demo explains a decision
+// in its EVENTS whenever the replica count or the rule changes.
+type decisionKind int
+
+const (
+	kindActivate  decisionKind = iota + 1 // KEDA: 0 → max(min, 1)
+	kindStayZero                          // KEDA: inactive at 0
+	kindScaleZero                         // KEDA: inactive for the cooldown period
+	kindCooldown                          // KEDA: inactive, the cooldown period running
+	kindHPA                               // the HPA's formula
+	kindTolerance                         // the HPA: ratio within its tolerance
+	kindBounded                           // the HPA's formula, bounded by min or max
+	kindHeld                              // the HPA: a scale down held by the stabilization window
+)
 
 func (a *autoscaler) step(now time.Time, current int32, metric int64, active bool) decision {
 	if active {
@@ -68,11 +85,26 @@ func (a *autoscaler) step(now time.Time, current int32, metric int64, active boo
 	switch {
 	case current == 0 && active:
 		n := max(a.Min, 1)
-		return decision{Replicas: n, Reason: fmt.Sprintf("KEDA activates 0 → %d", n)}
+		return decision{Replicas: n, Reason: fmt.Sprintf("KEDA activates 0 → %d", n), kind: kindActivate}
 	case current == 0 && a.Min == 0:
-		return decision{Replicas: 0, Reason: "inactive, stays at 0"}
+		return decision{Replicas: 0, Reason: "inactive, stays at 0", kind: kindStayZero}
 	case !active && a.Min == 0 && (!a.everActive || now.Sub(a.lastActive) >= a.Cooldown):
-		return decision{Replicas: 0, Reason: fmt.Sprintf("inactive for the cooldown period (%s): KEDA scales to 0", a.Cooldown)}
+		return decision{Replicas: 0, Reason: fmt.Sprintf("inactive for the cooldown period (%s): KEDA scales to 0", a.Cooldown), kind: kindScaleZero}
+	case !active && a.Min == 0:
+		// KEDA leaves the workload to the HPA until the cooldown period has
+		// passed; with no metric the HPA keeps its minimum.
+		d := a.stabilize(now, current, a.hpa(max(current, 1), metric))
+		until := "the HPA: " + strings.TrimPrefix(d.Reason, "HPA: ")
+		switch {
+		case d.held:
+			until = fmt.Sprintf("the HPA's scale-down stabilization window (%s) holds %d", a.ScaleDownWindow, d.Replicas)
+		case d.Replicas == max(a.Min, 1):
+			until = fmt.Sprintf("the HPA keeps its minimum, %d", d.Replicas)
+		}
+		d.Reason = fmt.Sprintf("inactive: KEDA scales to 0 once the trigger has been inactive for the cooldown period (%s; %s so far); until then %s",
+			a.Cooldown, now.Sub(a.lastActive), until)
+		d.kind = kindCooldown
+		return d
 	}
 	return a.stabilize(now, current, a.hpa(max(current, 1), metric))
 }
@@ -97,7 +129,7 @@ func (a *autoscaler) stabilize(now time.Time, current int32, d decision) decisio
 	}
 	if held := min(current, highest); held > d.Replicas {
 		d.Reason += fmt.Sprintf("; scale-down stabilization window (%s) holds %d, the highest recommendation within it", a.ScaleDownWindow, held)
-		d.held, d.recommended, d.Replicas = true, d.Replicas, held
+		d.held, d.recommended, d.Replicas, d.kind = true, d.Replicas, held, kindHeld
 	}
 	return d
 }
@@ -106,25 +138,37 @@ func (a *autoscaler) stabilize(now time.Time, current int32, d decision) decisio
 func (a *autoscaler) hpa(current int32, metric int64) decision {
 	target := float64(max(a.Target, 1))
 	var ratio, want float64
-	var formula string
+	var formula, ratioText string
 	if a.MetricType == v2.ValueMetricType {
 		ratio = float64(metric) / target
 		want = math.Ceil(ratio * float64(current))
 		formula = fmt.Sprintf("ceil(%d × %d / %d) = %.0f", current, metric, a.Target, want)
+		ratioText = fmt.Sprintf("%.2f = %d / %d", ratio, metric, a.Target)
 	} else {
 		ratio = float64(metric) / (target * float64(current))
 		want = math.Ceil(float64(metric) / target)
 		formula = fmt.Sprintf("ceil(%d / %d) = %.0f", metric, a.Target, want)
+		ratioText = fmt.Sprintf("%.2f = %d / (%d × %d)", ratio, metric, current, a.Target)
+	}
+	if math.Abs(1-ratio) <= hpaTolerance && float64(current) != want {
+		return decision{Replicas: a.clamp(current), kind: kindTolerance,
+			Reason: fmt.Sprintf("HPA: usage ratio %s is within its %.0f %% tolerance: keeps %d, not %s", ratioText, hpaTolerance*100, current, formula)}
 	}
 	if math.Abs(1-ratio) <= hpaTolerance {
-		return decision{Replicas: a.clamp(current), Reason: fmt.Sprintf("HPA: within tolerance (usage ratio %.2f), keeps %d", ratio, current)}
+		return decision{Replicas: a.clamp(current), kind: kindTolerance,
+			Reason: fmt.Sprintf("HPA: usage ratio %s is within its %.0f %% tolerance: keeps %d", ratioText, hpaTolerance*100, current)}
 	}
 	n := a.clamp(int32(min(want, math.MaxInt32)))
-	reason := "HPA: " + formula
-	if float64(n) != want {
-		reason += fmt.Sprintf(", bounded to [%d, %d]", max(a.Min, 1), a.Max)
+	d := decision{Replicas: n, Reason: "HPA: " + formula, kind: kindHPA}
+	switch {
+	case float64(n) < want:
+		d.Reason += fmt.Sprintf(", bounded by maxReplicaCount %d", a.Max)
+		d.kind = kindBounded
+	case float64(n) > want:
+		d.Reason += fmt.Sprintf(", bounded below by %d (the HPA's minimum: minReplicaCount, and at least 1)", max(a.Min, 1))
+		d.kind = kindBounded
 	}
-	return decision{Replicas: n, Reason: reason}
+	return d
 }
 
 func (a *autoscaler) clamp(n int32) int32 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -43,14 +44,18 @@ type checkReport struct {
 // CheckEstimate (exported so that encoding/json fills it when decoding) is the part of check's result that only a successful
 // estimate has.
 type CheckEstimate struct {
-	Leases           []leaseRow `json:"leases"`
-	StaleParents     int        `json:"staleParents"`
-	SplitRetried     bool       `json:"splitRetried"`
-	LeaseDocuments   int        `json:"leaseDocuments"` // documents the lease query returned
-	TotalLag         int64      `json:"totalLag"`
-	ActivePartitions int64      `json:"activePartitions"`
-	Metric           int64      `json:"metric"`
-	Active           bool       `json:"active"`
+	Leases         []leaseRow `json:"leases"`
+	StaleParents   int        `json:"staleParents"`
+	SplitRetried   bool       `json:"splitRetried"`
+	LeaseDocuments int        `json:"leaseDocuments"` // documents the lease query returned
+	// NeverCheckpointed are the tokens of the processor's leases without a
+	// continuation, which the estimate does not count (looked for when the
+	// ScaledObject can scale to zero).
+	NeverCheckpointed []string `json:"neverCheckpointed,omitempty"`
+	TotalLag          int64    `json:"totalLag"`
+	ActivePartitions  int64    `json:"activePartitions"`
+	Metric            int64    `json:"metric"`
+	Active            bool     `json:"active"`
 	// The oldest pending change over every lease, and its age.
 	OldestPendingSince      *time.Time `json:"oldestPendingSince,omitempty"`
 	OldestPendingAgeSeconds *int64     `json:"oldestPendingAgeSeconds,omitempty"`
@@ -75,6 +80,11 @@ type leaseRow struct {
 	Continuation string `json:"continuation"`
 	Lag          int64  `json:"lag"`
 	StaleParent  bool   `json:"staleParent"`
+	// RangeChange is "merged" or "split" when the lease's range merged or
+	// split, LiveRanges the live ranges that now hold it (check reads the
+	// container's ranges when a lease is a stale parent or an EPK lease).
+	RangeChange string   `json:"rangeChange,omitempty"`
+	LiveRanges  []string `json:"liveRanges,omitempty"`
 	// PendingSince is when the oldest pending change of the lease was made
 	// (its _ts; crts in all-versions-and-deletes mode), when it lags and
 	// the read returned it; PendingAgeSeconds is its age at the estimate.
@@ -159,7 +169,12 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG\tOLDEST PENDING")
+		changes := slices.ContainsFunc(r.Leases, func(l leaseRow) bool { return l.RangeChange != "" })
+		header := "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG\tOLDEST PENDING"
+		if changes {
+			header += "\tRANGE"
+		}
+		fmt.Fprintln(tw, header)
 		for _, l := range r.Leases {
 			lagText := fmt.Sprint(l.Lag)
 			if l.StaleParent {
@@ -169,7 +184,11 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 			if l.PendingAgeSeconds != nil {
 				age = formatAge(*l.PendingAgeSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
+			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
+			if changes {
+				row += "\t" + rangeChangeText(l)
+			}
+			fmt.Fprintln(tw, row)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -179,7 +198,23 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 
 	leases := fmt.Sprintf("%d lease(s)", len(r.Leases))
 	if r.StaleParents > 0 {
-		leases += fmt.Sprintf(", %d stale parent(s): at least 1 partition counted active so the processor wakes to replace them", r.StaleParents)
+		kinds := map[string]int{}
+		for _, l := range r.Leases {
+			if l.StaleParent && l.RangeChange != "" {
+				kinds[l.RangeChange]++
+			}
+		}
+		var of []string
+		for _, k := range []string{"merged", "split"} {
+			if kinds[k] > 0 {
+				of = append(of, fmt.Sprintf("%d of a %s range", kinds[k], k))
+			}
+		}
+		stale := fmt.Sprintf("%d stale parent(s)", r.StaleParents)
+		if len(of) > 0 {
+			stale += " (" + strings.Join(of, ", ") + ")"
+		}
+		leases += ", " + stale + ": at least 1 partition counted active so the processor wakes to replace them"
 	}
 	fmt.Fprintf(&b, "Total lag          %d over %s\n", r.TotalLag, leases)
 	if r.OldestPendingSince != nil {
@@ -207,6 +242,20 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 	fmt.Fprintf(&b, "Cost               %d request(s), %.2f RU, %d ms%s\n", r.Requests, r.RequestCharge, r.DurationMillis, split)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rangeChangeText is the RANGE cell of a lease whose range merged or split.
+func rangeChangeText(l leaseRow) string {
+	into := strings.Join(l.LiveRanges, ", ")
+	switch {
+	case l.RangeChange == "merged" && l.StaleParent:
+		return "merged into " + into
+	case l.RangeChange == "merged":
+		return "part of merged range " + into
+	case l.RangeChange == "split":
+		return "split into " + into
+	}
+	return "-"
 }
 
 func shorten(s string, n int) string {

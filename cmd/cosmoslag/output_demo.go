@@ -37,6 +37,7 @@ func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll
 		peakReplicas        demoPoll
 		requests            int64
 		failed, staleParent int
+		mergeStale          int
 		charge              float64
 		activatedAt, zeroAt = time.Duration(-1), time.Duration(-1)
 		prev                int32
@@ -47,8 +48,10 @@ func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll
 		if p.Err != nil {
 			failed++
 		}
-		if p.StaleParents {
+		if p.StaleParents && (world.MergedAt == 0 || i < world.MergedAt) {
 			staleParent++
+		} else if p.StaleParents {
+			mergeStale++
 		}
 		if p.TotalLag > peak.TotalLag {
 			peak = p
@@ -71,6 +74,12 @@ func printDemoSummary(w io.Writer, o demoOptions, world *world, polls []demoPoll
 	fmt.Fprintf(w, "  replicas           %s\n", replicaStory(activatedAt, peakReplicas, zeroAt))
 	if world.SplitInfo != "" {
 		fmt.Fprintf(w, "  split              %s; %d poll(s) saw a stale parent lease\n", world.SplitInfo, staleParent)
+	}
+	switch {
+	case world.MergeInfo != "":
+		fmt.Fprintf(w, "  merge              %s; %d poll(s) saw a stale parent lease\n", world.MergeInfo, mergeStale)
+	case o.sim.Merge:
+		fmt.Fprintf(w, "  merge              none: no two adjacent ranges had current leases before the end\n")
 	}
 	fmt.Fprintf(w, "  scaler requests    %d (%.1f per poll), %.1f RU (%.2f per poll)\n", requests, float64(requests)/float64(n), charge, charge/float64(n))
 	fmt.Fprintf(w, "  failed polls       %d\n", failed)

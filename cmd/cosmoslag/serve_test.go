@@ -271,7 +271,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
 		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "DotNetV0", "startFromNow": true,
 	}, http.StatusCreated, &proc)
-	if !strings.HasPrefix(proc.Prefix, "orders-processor127.0.0.1_") || !strings.HasSuffix(proc.Prefix, "_"+items.RID) || proc.Format != "DotNetV0" || len(proc.Leases) != 4 {
+	if !strings.HasPrefix(proc.Prefix, "orders-processor127.0.0.1_") || !strings.HasSuffix(proc.Prefix, "_"+items.RID) || proc.Format != "dotnet-v0" || len(proc.Leases) != 4 {
 		t.Fatalf("processor %+v", proc)
 	}
 	for i, l := range proc.Leases {
@@ -388,7 +388,7 @@ func TestServeOtherKeyFormatAndLeaseDatabase(t *testing.T) {
 		"name": "p", "database": "data", "monitored": "items", "leaseDatabase": "meta", "leases": "leases",
 		"format": "javav1epk", "accountHost": "cosmos.e2e.svc",
 	}, http.StatusCreated, &proc)
-	if proc.Format != "JavaV1EPK" || !strings.HasPrefix(proc.Prefix, "pcosmos.e2e.svc_") || len(proc.Leases) != 2 || !strings.Contains(proc.Leases[0].Token, "-") {
+	if proc.Format != "java-v1" || !strings.HasPrefix(proc.Prefix, "pcosmos.e2e.svc_") || len(proc.Leases) != 2 || !strings.Contains(proc.Leases[0].Token, "-") {
 		t.Errorf("processor %+v", proc)
 	}
 	// The endpoint signs with --key: the emulator key is refused.
@@ -437,7 +437,7 @@ func TestServeControlAPIBadInput(t *testing.T) {
 		{"POST", "/control/containers", `{} {}`, 400, "exactly one JSON object"},
 		{"POST", "/control/processors", proc("name", ""), 400, "name is required"},
 		{"POST", "/control/processors", proc("leases", ""), 400, "leases is required"},
-		{"POST", "/control/processors", proc("format", "DotNetV3"), 400, "format must be one of DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library"},
+		{"POST", "/control/processors", proc("format", "DotNetV3"), 400, "format must be one of dotnet-v0, dotnet-v1, java-v0, java-v1, dotnet-v2-library"},
 		{"POST", "/control/processors", proc("leases", "items"), 400, "leases must name another container"},
 		{"POST", "/control/processors", proc("startFromNow", "yes"), 400, "startFromNow must be true or false"},
 		{"POST", "/control/processors", proc("monitored", "nope"), 404, "container e2e/nope does not exist"},

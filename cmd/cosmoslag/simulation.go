@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
@@ -43,7 +45,10 @@ var timeline = []phase{
 	{0.55, "idle", 0, 0},
 }
 
-const splitAt = 0.33 // fraction of the duration at which the hot range splits
+const (
+	splitAt = 0.33 // fraction of the duration at which the hot range splits
+	mergeAt = 0.45 // with --merge: fraction at which two adjacent ranges merge
+)
 
 type simConfig struct {
 	Partitions int
@@ -58,6 +63,10 @@ type simConfig struct {
 	// Functions runs the processor an Azure Functions app runs when its
 	// trigger leaves LeaseContainerPrefix unset: no prefix on its leases.
 	Functions bool
+	// Merge enables partition merge on the account and merges two
+	// adjacent ranges at mergeAt; the processor follows the merge as the
+	// .NET SDK does.
+	Merge bool
 }
 
 // processor is the simulated processor's name, the prefix of its leases.
@@ -83,27 +92,40 @@ type world struct {
 	srv         *cosmostest.Server
 	data        *cosmostest.Container
 	leaseWriter *cosmostest.LeaseWriter // writes the processor's leases as the real library would
-	feed        *feedReader             // the simulated processor's change feed client
+	epkWriter   *cosmostest.LeaseWriter // the same processor's EPK (version 1) leases, after a merge
+	leaseStore  *cosmostest.Container
+	feed        *feedReader // the simulated processor's change feed client
 	leases      map[string]*simLease
 
 	hotRange   string // range holding demoHotKey, split at splitStep
 	splitStep  int
+	mergeStep  int // with Merge: the first step at which two ranges merge
 	phase      int
 	writeCarry float64
 
 	Written, Processed int64
 	SplitInfo          string // "range 2 → 4, 5"
+	MergeInfo          string // "ranges 2, 3 → 6"
+	MergedAt           int    // the step of the merge, 0 before it
 }
 
 func newWorld(cfg simConfig) (*world, error) {
+	var opts []cosmostest.Option
+	if cfg.Merge {
+		// The service merges ranges only on accounts with merge enabled,
+		// and those refuse clients that do not declare PartitionMerge.
+		opts = append(opts, cosmostest.WithPartitionMerge())
+	}
+	steps := float64(cfg.Duration) / float64(cfg.Interval)
 	w := &world{
 		cfg:       cfg,
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x636f736d6f736c67)),
-		srv:       cosmostest.NewServer(),
+		srv:       cosmostest.NewServer(opts...),
 		leases:    map[string]*simLease{},
-		splitStep: int(math.Round(splitAt * float64(cfg.Duration) / float64(cfg.Interval))),
+		splitStep: int(math.Round(splitAt * steps)),
 		phase:     -1,
 	}
+	w.mergeStep = max(int(math.Round(mergeAt*steps)), w.splitStep+1)
 	db := w.srv.CreateDatabase(demoDatabase)
 	w.data = db.CreateContainer(demoContainer, "/tenant", cfg.Partitions)
 	leases := db.CreateContainer(demoLeaseContainer, "/id", 1)
@@ -121,15 +143,18 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.leaseWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, "dotnet-v0")
+	w.leaseStore = leases
+	w.leaseWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV0)
 	w.leaseWriter.Mode = cfg.mode()
+	w.epkWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV1)
+	w.epkWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {
 		w.close()
 		return nil, err
 	}
 	for _, t := range tokens {
-		w.leases[t] = &simLease{token: t, checkpoint: w.data.LSN(t), caughtUp: -1}
+		w.leases[t] = &simLease{token: t, rangeID: t, checkpoint: w.data.LSN(t), caughtUp: -1}
 	}
 	w.feed = newFeedReader(w.srv, cfg.AllVersionsAndDeletes)
 	return w, nil
@@ -180,7 +205,40 @@ func (w *world) step(ctx context.Context, k int, replicas int) ([]string, error)
 		w.SplitInfo = fmt.Sprintf("range %s → %s, %s", w.hotRange, left.ID, right.ID)
 		events = append(events, "split: "+w.SplitInfo)
 	}
+	if w.cfg.Merge && k >= w.mergeStep && w.MergeInfo == "" {
+		ev, err := w.merge(k)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev...)
+	}
 	return events, nil
+}
+
+// merge merges the last two adjacent ranges (in EPK order) that both have a
+// current range-id lease, as the service merges partitions of an account
+// with merge enabled; both leases are then stale. Without such a pair (the
+// split's parent lease not yet replaced) it tries again at the next step.
+func (w *world) merge(k int) ([]string, error) {
+	ranges := w.data.Ranges()
+	slices.SortFunc(ranges, func(a, b cosmostest.PartitionKeyRange) int { return strings.Compare(a.MinInclusive, b.MinInclusive) })
+	current := func(id string) bool { l := w.leases[id]; return l != nil && !l.stale && !l.epk }
+	for i := len(ranges) - 1; i > 0; i-- {
+		a, b := ranges[i-1], ranges[i]
+		if !current(a.ID) || !current(b.ID) {
+			continue
+		}
+		merged, err := w.data.Merge(a.ID, b.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range []string{a.ID, b.ID} {
+			w.leases[id].stale, w.leases[id].mergedInto = true, merged.ID
+		}
+		w.MergeInfo, w.MergedAt = fmt.Sprintf("ranges %s, %s → %s", a.ID, b.ID, merged.ID), k
+		return []string{"merge: " + w.MergeInfo}, nil
+	}
+	return nil, nil
 }
 
 // write inserts this interval's items: a jittered share of the phase's rate

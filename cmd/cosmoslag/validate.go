@@ -14,6 +14,34 @@ type validateOptions struct {
 	files    listFlag
 	envFiles listFlag
 	set      keyValueFlag
+	output   string
+}
+
+// validateReport is validate's result as JSON (-o json): exactly one
+// document on every outcome, as check's, with error and exitCode.
+type validateReport struct {
+	Triggers []validateResult `json:"triggers"`
+	Checked  int              `json:"checked"`
+	Invalid  int              `json:"invalid"`
+	// Notes on the files as a whole (a bare triggers: fragment, …).
+	Notes    []string `json:"notes"`
+	Error    string   `json:"error,omitempty"`
+	ExitCode int      `json:"exitCode"`
+}
+
+// validateResult is one azure-cosmosdb trigger's verdict.
+type validateResult struct {
+	Kind         string `json:"kind"` // ScaledObject or ScaledJob
+	Name         string `json:"name"` // namespace/name
+	TriggerIndex int    `json:"triggerIndex"`
+	TriggerName  string `json:"triggerName,omitempty"`
+	Valid        bool   `json:"valid"`
+	// Error is the scaler's error naming the parameter, redacted.
+	Error string `json:"error,omitempty"`
+	// Warnings are the scaler's warnings (key names only), Notes what the
+	// resolution of the trigger noted; both always arrays.
+	Warnings []string `json:"warnings"`
+	Notes    []string `json:"notes"`
 }
 
 func validateFlags(o *validateOptions) (*flag.FlagSet, func(io.Writer)) {
@@ -22,6 +50,7 @@ func validateFlags(o *validateOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.Var(&o.files, "f", "YAML file (repeatable; - for standard input): ScaledObjects, ScaledJobs,\nTriggerAuthentications and Secrets, as documents, a kind: List, or a bare triggers: fragment")
 	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")
 	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests,\nor a Secret key / environment variable the manifests reference (repeatable)")
+	fs.StringVar(&o.output, "o", "table", "output format: table (one line per trigger) or json (one document, as check -o json)")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, `Usage: cosmoslag validate -f manifests.yaml [-f more.yaml …] [flags]
 
@@ -33,6 +62,10 @@ which applies every parameter, credential and cloud rule of the real scaler
 and makes no request. No account is contacted. The scaler's warnings
 (unknown keys, secrets in plain metadata) are printed too. Keys, connection
 strings and client secrets are never printed.
+
+With -o json, standard output holds exactly one JSON document whatever
+the outcome: "triggers" (kind, name, triggerIndex, valid, error, warnings,
+notes), "checked", "invalid", and "error" and "exitCode" as in check's.
 
 Exit status: 0 every trigger is valid, 2 a trigger is invalid (or the flags
 or files are, or the files hold no azure-cosmosdb trigger).
@@ -48,14 +81,27 @@ Flags:
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var o validateOptions
 	fs, usage := validateFlags(&o)
-	if code, ok := parseFlags(fs, usage, args, stdout, stderr); !ok {
+	var flagErrors strings.Builder
+	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
+		if code != exitOK && jsonRequested(args) {
+			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
+		}
 		return code
 	}
+	report := validateReport{Triggers: []validateResult{}, Notes: []string{}}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "cosmoslag validate: %s\n", fmt.Sprintf(format, a...))
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "cosmoslag validate: %s\n", msg)
+		if o.output == "json" {
+			report.Error, report.ExitCode = msg, exitBadArgs
+			_ = writeJSON(stdout, report)
+		}
 		return exitBadArgs
 	}
 	switch {
+	case o.output != "table" && o.output != "json":
+		o.output = "table"
+		return bad("-o must be table or json, got %q", excerpt(fs.Lookup("o").Value.String()))
 	case o.set.malformed > 0:
 		return bad("--set expects key=value; %d argument(s) had no key= (not shown: they may be secrets)", o.set.malformed)
 	case len(o.files) == 0:
@@ -85,6 +131,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	for _, n := range m.notes {
 		fmt.Fprintf(stderr, "cosmoslag validate: note: %s\n", n)
 	}
+	report.Notes = append(report.Notes, m.notes...)
 
 	var targets []scalable
 	for i := range m.scaledObjects {
@@ -93,53 +140,78 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	for i := range m.scaledJobs {
 		targets = append(targets, scaledJobTarget(&m.scaledJobs[i]))
 	}
-	checked, invalid := 0, 0
 	for _, target := range targets {
 		for index, t := range target.triggers {
 			if t.Type != triggerType {
 				continue
 			}
-			checked++
-			label := fmt.Sprintf("%s %s/%s trigger %d", target.kind, target.namespace, target.name, index)
-			if t.Name != "" {
-				label += " (" + t.Name + ")"
+			r := validateTrigger(&m, target, index, o.set.values, values)
+			report.Checked++
+			if !r.Valid {
+				report.Invalid++
 			}
-			err := validateTrigger(&m, target, index, o.set.values, values, stdout, label)
-			if err != nil {
-				invalid++
-				fmt.Fprintf(stdout, "%s: invalid: %s\n", label, err)
+			report.Triggers = append(report.Triggers, r)
+			if o.output == "table" {
+				printValidateResult(stdout, r)
 			}
 		}
 	}
-	if checked == 0 {
+	if report.Checked == 0 {
 		return bad("the files hold no ScaledObject or ScaledJob with an azure-cosmosdb trigger (found %d ScaledObject(s), %d ScaledJob(s))", len(m.scaledObjects), len(m.scaledJobs))
 	}
-	fmt.Fprintf(stdout, "%d trigger(s) checked, %d invalid\n", checked, invalid)
-	if invalid > 0 {
-		return exitBadArgs
+	if report.Invalid > 0 {
+		report.ExitCode = exitBadArgs
 	}
-	return exitOK
+	if o.output == "json" {
+		if err := writeJSON(stdout, report); err != nil {
+			fmt.Fprintf(stderr, "cosmoslag validate: %v\n", err)
+			return exitFailed
+		}
+		return report.ExitCode
+	}
+	fmt.Fprintf(stdout, "%d trigger(s) checked, %d invalid\n", report.Checked, report.Invalid)
+	return report.ExitCode
+}
+
+// printValidateResult prints one trigger's lines: its warnings and notes,
+// then valid or invalid with the error.
+func printValidateResult(w io.Writer, r validateResult) {
+	label := fmt.Sprintf("%s %s trigger %d", r.Kind, r.Name, r.TriggerIndex)
+	if r.TriggerName != "" {
+		label += " (" + r.TriggerName + ")"
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "%s: warning: %s\n", label, warning)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "%s: note: %s\n", label, n)
+	}
+	if r.Valid {
+		fmt.Fprintf(w, "%s: valid\n", label)
+	} else {
+		fmt.Fprintf(w, "%s: invalid: %s\n", label, r.Error)
+	}
 }
 
 // validateTrigger resolves the trigger as check does and builds the scaler
 // with its constructor, which validates and makes no request. The error is
 // redacted.
-func validateTrigger(m *manifests, target scalable, index int, set map[string]string, values *localValues, stdout io.Writer, label string) error {
+func validateTrigger(m *manifests, target scalable, index int, set map[string]string, values *localValues) validateResult {
+	r := validateResult{Kind: target.kind, Name: target.namespace + "/" + target.name, TriggerIndex: index,
+		TriggerName: target.triggers[index].Name, Warnings: []string{}, Notes: []string{}}
 	setup, err := setupTrigger(m, target, index, set, values, false)
 	if err != nil {
-		return fmt.Errorf("%s", values.secrets.Redact(err.Error()))
+		r.Error = values.secrets.Redact(err.Error())
+		return r
 	}
-	for _, w := range setup.warnings {
-		fmt.Fprintf(stdout, "%s: warning: %s\n", label, w)
-	}
-	for _, n := range setup.notes[len(m.notes):] {
-		fmt.Fprintf(stdout, "%s: note: %s\n", label, n)
-	}
+	r.Warnings = append(r.Warnings, setup.warnings...)
+	r.Notes = append(r.Notes, setup.notes[len(m.notes):]...)
 	scaler, err := scalers.NewAzureCosmosDBScaler(setup.config)
 	if err != nil {
-		return fmt.Errorf("%s", strings.TrimPrefix(setup.secrets.Redact(err.Error()), "error parsing azure-cosmosdb metadata: "))
+		r.Error = strings.TrimPrefix(setup.secrets.Redact(err.Error()), "error parsing azure-cosmosdb metadata: ")
+		return r
 	}
 	_ = scaler.Close(context.Background())
-	fmt.Fprintf(stdout, "%s: valid\n", label)
-	return nil
+	r.Valid = true
+	return r
 }

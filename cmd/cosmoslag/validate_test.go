@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -164,5 +165,77 @@ func TestValidate(t *testing.T) {
 
 	if code, _, stderr := runCmd(t, "validate", "-f", writeFile(t, dir, "none.yaml", triggerAuthYAML)); code != exitBadArgs || !strings.Contains(stderr, "no ScaledObject or ScaledJob") {
 		t.Errorf("no trigger: exit %d, %q", code, stderr)
+	}
+}
+
+// validate -o json prints exactly one JSON document on every outcome, as
+// check -o json does: one entry per trigger with its verdict, the scaler's
+// error naming the parameter and its warnings, the counts, and error and
+// exitCode; the exit codes are the table's. Still offline.
+func TestValidateJSON(t *testing.T) {
+	endpoint := noConnections(t)
+	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
+	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
+	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
+		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
+	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
+	all := scaledObjectYAML + "---\n" + triggerAuthYAML + "---\n" + job + "---\n" + secrets
+	decode := func(t *testing.T, stdout string) validateReport {
+		t.Helper()
+		var r validateReport
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("not a JSON document: %v\n%s", err, stdout)
+		}
+		if dec.More() {
+			t.Fatalf("more than one document:\n%s", stdout)
+		}
+		return r
+	}
+
+	code, stdout, stderr := runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "valid.yaml", all), "-o", "json")
+	r := decode(t, stdout)
+	if code != exitOK || r.ExitCode != exitOK || r.Checked != 2 || r.Invalid != 0 || len(r.Triggers) != 2 || r.Error != "" {
+		t.Fatalf("valid: exit %d, report %+v\nstderr:\n%s", code, r, stderr)
+	}
+	so, sj := r.Triggers[0], r.Triggers[1]
+	if so.Kind != "ScaledObject" || so.Name != "shop/order-projector" || so.TriggerIndex != 1 || so.TriggerName != "orders" || !so.Valid ||
+		sj.Kind != "ScaledJob" || sj.Name != "shop/order-batch" || !sj.Valid {
+		t.Errorf("triggers: %+v", r.Triggers)
+	}
+	if !strings.Contains(stdout, `"warnings": []`) {
+		t.Errorf("no empty warnings array:\n%s", stdout)
+	}
+	assertNoSecret(t, key, stdout, stderr)
+
+	invalid := strings.Replace(strings.Replace(all, `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"
+        changeFeedLagTreshold: "40"`, 1), `  key: "`+key+`"`, `  key: "not base64!"`, 1)
+	code, stdout, stderr = runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "invalid.yaml", invalid), "-o", "json")
+	r = decode(t, stdout)
+	if code != exitBadArgs || r.ExitCode != exitBadArgs || r.Checked != 2 || r.Invalid != 2 {
+		t.Fatalf("invalid: exit %d, report %+v", code, r)
+	}
+	so, sj = r.Triggers[0], r.Triggers[1]
+	if so.Valid || !strings.Contains(so.Error, "changeFeedLagThreshold") || len(so.Warnings) != 1 || !strings.Contains(so.Warnings[0], "changeFeedLagTreshold") {
+		t.Errorf("ScaledObject: %+v", so)
+	}
+	if sj.Valid || !strings.Contains(sj.Error, "cosmosDBKey") {
+		t.Errorf("ScaledJob: %+v", sj)
+	}
+	assertNoSecret(t, key, stdout, stderr)
+
+	// No trigger, a bad -o value with json requested, an unknown flag: one
+	// document each, with the error and exit code 2.
+	none := writeFile(t, t.TempDir(), "none.yaml", triggerAuthYAML)
+	for _, args := range [][]string{
+		{"validate", "-f", none, "-o", "json"},
+		{"validate", "-o", "json"},
+		{"validate", "-f", none, "-o", "json", "--bogus"},
+	} {
+		code, stdout, _ := runCmd(t, args...)
+		r := decode(t, stdout)
+		if code != exitBadArgs || r.ExitCode != exitBadArgs || r.Error == "" || strings.Contains(r.Error, "\n") {
+			t.Errorf("%q: exit %d, report %+v", args, code, r)
+		}
 	}
 }

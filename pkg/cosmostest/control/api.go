@@ -53,16 +53,16 @@ type Range struct {
 // the monitored container, and its .info and .lock documents, as a
 // processor does when it first starts. Format is a lease format as
 // cosmoslag prints it (dotnet-v0, dotnet-v1, java-v0, java-v1,
-// dotnet-v2-library) or by the control API's own name (DotNetV0,
-// DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library), case-insensitive;
-// default DotNetV0.
+// dotnet-v2-library: cosmostest.LeaseFormat), case-insensitive; default
+// dotnet-v0. The former names DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK and
+// DotNetV2Library are still accepted; answers use only the first.
 // StartFromNow checkpoints at the current LSNs; otherwise the lag is every
 // item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
 // host. Name is required in the request body; an empty name ("name": "",
 // which the Client sends for Name "") writes the leases of a processor
 // without a prefix, as an Azure Functions trigger without
-// LeaseContainerPrefix (Functions v4: .NET v3 SDK, DotNetV0/DotNetV1EPK;
-// Functions v3: LeaseCollectionPrefix, DotNetV2Library) writes them: ids
+// LeaseContainerPrefix (Functions v4: .NET v3 SDK, dotnet-v0/dotnet-v1;
+// Functions v3: LeaseCollectionPrefix, dotnet-v2-library) writes them: ids
 // "{accountHost}_{dbRid}_{collRid}..{token}" beside ".info" and ".lock".
 type CreateLeasesRequest struct {
 	Name          string `json:"name"`
@@ -79,9 +79,9 @@ type CreateLeasesRequest struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// Leases is the answer to CreateLeasesRequest. Format is the control API's
-// own name of the format (DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK,
-// DotNetV2Library).
+// Leases is the answer to CreateLeasesRequest. Format is the format's
+// name as cosmoslag prints it and requests name it (dotnet-v0, dotnet-v1,
+// java-v0, java-v1, dotnet-v2-library), whatever name the request used.
 type Leases struct {
 	Prefix string  `json:"prefix"`
 	Format string  `json:"format"`

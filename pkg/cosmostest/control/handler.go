@@ -194,7 +194,7 @@ func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := Leases{Prefix: w.Prefix(), Format: formatName(format), Leases: make([]Lease, len(tokens))}
+	out := Leases{Prefix: w.Prefix(), Format: string(format), Leases: make([]Lease, len(tokens))}
 	for i, tok := range tokens {
 		out.Leases[i] = Lease{ID: w.LeaseID(tok), Token: tok}
 	}
@@ -310,32 +310,30 @@ func checkResourceIDs(fieldsAndValues ...string) error {
 	return nil
 }
 
-// formatNames pairs each lease format with its name in the control API's
-// answers (Leases.Format); requests may name a format either way.
-var formatNames = []struct {
-	format cosmostest.LeaseFormat
-	name   string
-}{
-	{cosmostest.DotNetV0, "DotNetV0"},
-	{cosmostest.DotNetV1, "DotNetV1EPK"},
-	{cosmostest.JavaV0, "JavaV0"},
-	{cosmostest.JavaV1, "JavaV1EPK"},
-	{cosmostest.DotNetV2Library, "DotNetV2Library"},
+// legacyFormatNames are the control API's former names of the lease
+// formats, still accepted in requests. Answers and errors name a format
+// only by its cosmostest.LeaseFormat value (dotnet-v0, java-v1, …), the
+// name cosmoslag prints: one name per format.
+var legacyFormatNames = map[cosmostest.LeaseFormat]string{
+	cosmostest.DotNetV0:        "DotNetV0",
+	cosmostest.DotNetV1:        "DotNetV1EPK",
+	cosmostest.JavaV0:          "JavaV0",
+	cosmostest.JavaV1:          "JavaV1EPK",
+	cosmostest.DotNetV2Library: "DotNetV2Library",
 }
 
 func parseFormat(s string) (cosmostest.LeaseFormat, error) {
 	if s == "" {
 		return cosmostest.DotNetV0, nil
 	}
-	names := make([]string, len(formatNames))
-	formats := make([]string, len(formatNames))
-	for i, f := range formatNames {
-		if strings.EqualFold(s, f.name) || strings.EqualFold(s, string(f.format)) {
-			return f.format, nil
+	names := make([]string, len(cosmostest.LeaseFormats))
+	for i, f := range cosmostest.LeaseFormats {
+		if strings.EqualFold(s, string(f)) || strings.EqualFold(s, legacyFormatNames[f]) {
+			return f, nil
 		}
-		names[i], formats[i] = f.name, string(f.format)
+		names[i] = string(f)
 	}
-	return "", badRequest("format must be one of %s (or %s), got %q", strings.Join(names, ", "), strings.Join(formats, ", "), excerpt.Of(s))
+	return "", badRequest("format must be one of %s, got %q", strings.Join(names, ", "), excerpt.Of(s))
 }
 
 func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, error) {
@@ -345,16 +343,7 @@ func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, e
 	case !strings.EqualFold(s, cosmostest.AllVersionsAndDeletes.String()):
 		return 0, badRequest("mode must be %s or %s, got %q", cosmostest.LatestVersion, cosmostest.AllVersionsAndDeletes, s)
 	case !f.HasAllVersionsAndDeletes():
-		return 0, badRequest("%s leases have no %s mode", formatName(f), cosmostest.AllVersionsAndDeletes)
+		return 0, badRequest("%s leases have no %s mode", f, cosmostest.AllVersionsAndDeletes)
 	}
 	return cosmostest.AllVersionsAndDeletes, nil
-}
-
-func formatName(f cosmostest.LeaseFormat) string {
-	for _, n := range formatNames {
-		if n.format == f {
-			return n.name
-		}
-	}
-	return string(f)
 }

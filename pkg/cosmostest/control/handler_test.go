@@ -41,22 +41,24 @@ func setUp(t *testing.T, c *control.Client, ranges int) {
 	}
 }
 
-// The control API accepts the lease format names cosmoslag prints (the
-// cosmostest.LeaseFormat values) and its own names (DotNetV1EPK, …), and
-// answers with its own.
-func TestLeasesAcceptBothFormatVocabularies(t *testing.T) {
+// The control API answers with the lease format names cosmoslag prints
+// (the cosmostest.LeaseFormat values), the names it accepts, whichever
+// name the request used: the former names (DotNetV1EPK, …) are still
+// accepted.
+func TestLeasesAnswerWithTheFormatNamesTheyAccept(t *testing.T) {
 	for _, tc := range []struct {
 		format, answered string
 		epk              bool
 	}{
-		{"", "DotNetV0", false},
-		{string(cosmostest.DotNetV0), "DotNetV0", false},
-		{"DotNetV1EPK", "DotNetV1EPK", true},
-		{string(cosmostest.DotNetV1), "DotNetV1EPK", true},
-		{"JAVA-V0", "JavaV0", false},
-		{"javav1epk", "JavaV1EPK", true},
-		{string(cosmostest.JavaV1), "JavaV1EPK", true},
-		{string(cosmostest.DotNetV2Library), "DotNetV2Library", false},
+		{"", "dotnet-v0", false},
+		{string(cosmostest.DotNetV0), "dotnet-v0", false},
+		{"DotNetV1EPK", "dotnet-v1", true},
+		{string(cosmostest.DotNetV1), "dotnet-v1", true},
+		{"JAVA-V0", "java-v0", false},
+		{"javav1epk", "java-v1", true},
+		{string(cosmostest.JavaV1), "java-v1", true},
+		{"DotNetV2Library", "dotnet-v2-library", false},
+		{string(cosmostest.DotNetV2Library), "dotnet-v2-library", false},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			c, srv := newControl(t)
@@ -84,7 +86,7 @@ func TestClientReportsTheAPIError(t *testing.T) {
 		Name: "p", Database: "db", Monitored: "items", Leases: "leases", Format: "dotnet-v3"})
 	var apiErr *control.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest ||
-		!strings.Contains(apiErr.Message, "format must be one of DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library (or dotnet-v0, dotnet-v1, java-v0, java-v1, dotnet-v2-library)") {
+		!strings.Contains(apiErr.Message, `format must be one of dotnet-v0, dotnet-v1, java-v0, java-v1, dotnet-v2-library, got "dotnet-v3"`) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := c.Container(context.Background(), "db", "nope"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {

@@ -20,7 +20,7 @@ import (
 // ".info" and ".lock". A second such processor on the same container is a
 // conflict; another container's empty-prefix processor is not.
 func TestCreateLeasesWithoutPrefix(t *testing.T) {
-	for _, format := range []string{"DotNetV0", "DotNetV1EPK", "DotNetV2Library"} {
+	for _, format := range []string{"dotnet-v0", "dotnet-v1", "dotnet-v2-library"} {
 		t.Run(format, func(t *testing.T) {
 			c, srv := newControl(t)
 			setUp(t, c, 2)
