@@ -127,6 +127,10 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
       their _lsn and the new range's LSN continues from the larger one
       -> {"id","minInclusive","maxExclusive","parents"}; 409 without
       --enable-partition-merge or for ranges that are not adjacent
+  GET  /control/requests
+      -> {"requests":[{"at","kind","method","path","rangeId","status",
+          "header"}]}: the Cosmos DB requests answered, oldest first (at
+          least the last 1000), the Authorization header redacted to its type
   GET  /control/healthz -> 200 ok
 
 Example:
@@ -193,7 +197,8 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 		cosmostest.WithAddress(o.addr),
 		cosmostest.WithKey(o.key),
 		cosmostest.WithAccountName(o.account),
-		// A standalone server runs for hours; nothing reads its request log.
+		// A standalone server runs for hours: the control API's request
+		// log keeps the recent requests only.
 		cosmostest.WithRequestLogLimit(1000),
 	}
 	if o.merge {

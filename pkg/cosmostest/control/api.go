@@ -8,6 +8,8 @@
 // (README, scripts): change them only compatibly.
 package control
 
+import "time"
+
 // Routes of the control API.
 const (
 	RouteContainers   = "/control/containers"                               // POST CreateContainerRequest -> Container
@@ -17,7 +19,26 @@ const (
 	RouteSplit        = "/control/split"                                    // POST SplitRequest -> Split
 	RouteMerge        = "/control/merge"                                    // POST MergeRequest -> Range
 	RouteHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
+	RouteRequests     = "/control/requests"                                 // GET -> Requests
 )
+
+// Requests is the account's request log: the Cosmos DB requests it
+// answered, oldest first (cosmoslag serve keeps at least the last 1,000),
+// their Authorization header redacted to its type.
+type Requests struct {
+	Requests []LoggedRequest `json:"requests"`
+}
+
+// LoggedRequest is one Cosmos DB request the account answered.
+type LoggedRequest struct {
+	At      time.Time           `json:"at"`
+	Kind    string              `json:"kind"` // account, database, container, pkranges, query, changefeed, create, replace, readitem, delete, readfeed, other
+	Method  string              `json:"method"`
+	Path    string              `json:"path"`
+	RangeID string              `json:"rangeId,omitempty"` // x-ms-documentdb-partitionkeyrangeid
+	Status  int                 `json:"status"`            // 0: no answer was written
+	Header  map[string][]string `json:"header"`            // canonical names
+}
 
 // MaxRanges bounds the physical ranges of a container created over the
 // control API.

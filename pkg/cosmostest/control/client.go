@@ -77,6 +77,12 @@ func (c *Client) Merge(ctx context.Context, database, container, rangeID, otherI
 	return out, c.call(ctx, http.MethodPost, RouteMerge, req, &out)
 }
 
+// Requests returns the account's request log (GET /control/requests).
+func (c *Client) Requests(ctx context.Context) (Requests, error) {
+	var out Requests
+	return out, c.call(ctx, http.MethodGet, RouteRequests, nil, &out)
+}
+
 // Healthy reports nil once the control API answers its health check.
 func (c *Client) Healthy(ctx context.Context) error {
 	return c.call(ctx, http.MethodGet, RouteHealthz, nil, nil)

@@ -36,6 +36,7 @@ func NewHandler(acct *cosmostest.Account, log io.Writer) *Handler {
 	h.mux.HandleFunc("GET "+RoutePartitionKey, jsonHandler(h.partitionKey))
 	h.mux.HandleFunc("POST "+RouteSplit, jsonHandler(h.split))
 	h.mux.HandleFunc("POST "+RouteMerge, jsonHandler(h.merge))
+	h.mux.HandleFunc("GET "+RouteRequests, jsonHandler(h.requests))
 	h.mux.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -346,4 +347,13 @@ func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, e
 		return 0, badRequest("%s leases have no %s mode", f, cosmostest.AllVersionsAndDeletes)
 	}
 	return cosmostest.AllVersionsAndDeletes, nil
+}
+
+func (h *Handler) requests(*http.Request) (int, any, error) {
+	log := h.acct.Requests()
+	out := Requests{Requests: make([]LoggedRequest, len(log))}
+	for i, r := range log {
+		out.Requests[i] = LoggedRequest{At: r.At, Kind: string(r.Kind), Method: r.Method, Path: r.Path, RangeID: r.RangeID, Status: r.Status, Header: r.Header}
+	}
+	return http.StatusOK, out, nil
 }
