@@ -428,11 +428,11 @@ func (e scalerEvidence) String() string {
 
 func scalerRequests(ctx context.Context, account *cosmosAccount, since time.Time, parent string) (scalerEvidence, error) {
 	e := scalerEvidence{since: since, parent: parent}
-	log, err := account.control.Requests(ctx)
+	log, err := account.requestLog(ctx)
 	if err != nil {
 		return e, err
 	}
-	for _, r := range log.Requests {
+	for _, r := range log {
 		if !r.At.After(since) || strings.Join(r.Header["X-Ms-Cosmos-Sdk-Supportedcapabilities"], ",") != "1" {
 			continue
 		}
