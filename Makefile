@@ -4,7 +4,7 @@ PKGS := ./...
 # `make help` lists every target that has a `## description` after its name.
 .DEFAULT_GOAL := build
 
-.PHONY: help build test lint ci demo bench bench-compare external-kedaclient intree intree-patch e2e-local
+.PHONY: help build test lint ci demo bench bench-compare external-kedaclient intree intree-patch e2e-local e2e-local-external
 .PHONY: image image-push helm-lint helm-template helm-package tools dist
 
 help: ## List the targets and what each does
@@ -45,6 +45,9 @@ intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/ke
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
 	hack/e2e-local.sh
+
+e2e-local-external: ## Stock KEDA v2.21.0 (no patch) on the same control plane, scaling through type: external on cmd/cosmosdb-external-scaler run as the Helm chart renders it (mutual TLS)
+	E2E_LOCAL_MODE=external hack/e2e-local.sh
 
 # ---- the external scaler's image and Helm chart -------------------------------
 # Stamped into the binaries (internal/version) and the image labels.

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -29,13 +30,14 @@ type deployManifest struct {
 	secret       corev1.Secret
 	deployment   appsv1.Deployment
 	service      corev1.Service
+	policy       networkingv1.NetworkPolicy
 	scaledObject kedav1alpha1.ScaledObject
 }
 
 func readDeployManifest(t *testing.T) deployManifest {
 	t.Helper()
 	var m deployManifest
-	readManifestFile(t, manifestPath, &m, "Secret", "ServiceAccount", "Deployment", "Service")
+	readManifestFile(t, manifestPath, &m, "Secret", "ServiceAccount", "Deployment", "Service", "NetworkPolicy")
 	readManifestFile(t, examplePath, &m, "ScaledObject")
 	return m
 }
@@ -69,6 +71,8 @@ func readManifestFile(t *testing.T, path string, m *deployManifest, kinds ...str
 			target = &m.deployment
 		case "Service":
 			target = &m.service
+		case "NetworkPolicy":
+			target = &m.policy
 		case "ScaledObject":
 			target = &m.scaledObject
 		default:
@@ -182,3 +186,54 @@ func TestDeployManifest(t *testing.T) {
 
 // fakeKey is a syntactically valid account key (64 zero bytes, base64).
 var fakeKey = strings.Repeat("A", 86) + "=="
+
+// The plain manifest serves plain text, so its NetworkPolicy admits only
+// KEDA's operator and metrics server pods, in KEDA's namespace, to the
+// gRPC port of the scaler's pods; the health port stays reachable for
+// probes and Prometheus.
+func TestDeployManifestNetworkPolicy(t *testing.T) {
+	m := readDeployManifest(t)
+	np := m.policy
+	pod := m.deployment.Spec.Template
+	if np.Namespace != m.deployment.Namespace || len(np.Spec.PodSelector.MatchLabels) == 0 {
+		t.Fatalf("NetworkPolicy %s/%s selects %v", np.Namespace, np.Name, np.Spec.PodSelector.MatchLabels)
+	}
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("NetworkPolicy selector %s=%s does not match the pod labels %v", k, v, pod.Labels)
+		}
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("policy types %v, want Ingress", np.Spec.PolicyTypes)
+	}
+	var grpcPeers []string
+	healthOpen := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			switch {
+			case p.Port == nil:
+				t.Errorf("a rule opens every port: %+v", rule)
+			case p.Port.String() == "grpc":
+				if len(rule.From) == 0 {
+					t.Errorf("the gRPC port is open to anyone: %+v", rule)
+				}
+				for _, peer := range rule.From {
+					if peer.NamespaceSelector == nil || peer.PodSelector == nil || peer.IPBlock != nil {
+						t.Fatalf("peer %+v is not a namespace and pod selector together", peer)
+					}
+					grpcPeers = append(grpcPeers, peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]+"/"+peer.PodSelector.MatchLabels["app.kubernetes.io/name"])
+				}
+			case p.Port.String() == "health":
+				healthOpen = true
+			default:
+				t.Errorf("a rule names port %s", p.Port.String())
+			}
+		}
+	}
+	if want := []string{"keda/keda-operator", "keda/keda-operator-metrics-apiserver"}; !slices.Equal(grpcPeers, want) {
+		t.Errorf("the gRPC port admits %v, want %v", grpcPeers, want)
+	}
+	if !healthOpen {
+		t.Error("the health port (probes, /metrics) is not admitted")
+	}
+}

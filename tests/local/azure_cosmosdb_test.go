@@ -13,6 +13,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +176,9 @@ spec:
 {{end}}`
 
 func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
+	if os.Getenv("E2E_LOCAL_MODE") == "external" {
+		t.Skip("in-tree mode only: in external-scaler mode KEDA is stock v2.21.0")
+	}
 	ctx := context.Background()
 	// The in-process scaler logs through controller-runtime, as in KEDA.
 	logf.SetLogger(funcr.New(func(prefix, args string) { t.Log("scaler:", prefix, args) }, funcr.Options{}))
@@ -266,6 +271,9 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 		k.holdReplicas(t, namespace, "orders", physicalPartitions, 15*time.Second)
 	})
 
+	// From here on no scaler runs in the test process: a request in the
+	// account's log that carries this scaler's signature is KEDA's.
+	var inProcessDone time.Time
 	t.Run("the metric served through the aggregated API is the scaler's", func(t *testing.T) {
 		metricName := "s0-azure-cosmosdb-" + leases + "-" + processorName
 		served, err := k.externalMetric(ctx, namespace, metricName, "orders")
@@ -276,6 +284,7 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 			t.Fatalf("external metrics API returned %d values, want 1: %+v", len(served.Items), served)
 		}
 		computed := scalerMetric(t, account, metricName)
+		inProcessDone = time.Now()
 		if served.Items[0].Value.Cmp(computed) != 0 {
 			t.Fatalf("external metrics API serves %s, the scaler computes %s for the same state", served.Items[0].Value.String(), computed.String())
 		}
@@ -322,6 +331,20 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 		}
 		t.Logf("%s processor replaced lease %s with %v", k.elapsed(), parent.ID, children)
 		k.waitReplicas(t, namespace, "orders", 0, scaleToZeroWait)
+	})
+
+	t.Run("KEDA ran this repository's scaler: the account's request log", func(t *testing.T) {
+		if inProcessDone.IsZero() {
+			t.Skip("the in-process scaler's subtest did not run")
+		}
+		evidence, err := scalerRequests(ctx, account, inProcessDone, items.Ranges[2].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("request log: %s", evidence)
+		if evidence.feedReads == 0 || evidence.staleParentReads == 0 || evidence.unauthorized == 0 {
+			t.Fatalf("the account's request log does not show KEDA running this scaler: %s", evidence)
+		}
 	})
 
 	t.Run("a wrong account key reports the error and applies the fallback", func(t *testing.T) {
@@ -384,4 +407,46 @@ func scalerMetric(t *testing.T, account *cosmosAccount, metricName string) resou
 		t.Fatalf("scaler returned %d values", len(values))
 	}
 	return values[0].Value
+}
+
+// scalerEvidence counts the requests in the account's log that only this
+// repository's scaler makes: every request of it declares the
+// PartitionMerge capability (x-ms-cosmos-sdk-supportedcapabilities: 1),
+// which KEDA v2.21.0's scaler does not send, nor do the tests' own REST
+// calls; its change feed reads ask for one item.
+type scalerEvidence struct {
+	since                                 time.Time
+	requests, feedReads, staleParentReads int
+	unauthorized                          int
+	parent                                string
+}
+
+func (e scalerEvidence) String() string {
+	return fmt.Sprintf("%d requests with this scaler's capability header since %s: %d change feed reads of one item, %d of them on split range %s answered 410 (stale parent), %d answered 401 (the wrong key of orders-badkey)",
+		e.requests, e.since.UTC().Format("15:04:05.000"), e.feedReads, e.staleParentReads, e.parent, e.unauthorized)
+}
+
+func scalerRequests(ctx context.Context, account *cosmosAccount, since time.Time, parent string) (scalerEvidence, error) {
+	e := scalerEvidence{since: since, parent: parent}
+	log, err := account.requestLog(ctx)
+	if err != nil {
+		return e, err
+	}
+	for _, r := range log {
+		if !r.At.After(since) || strings.Join(r.Header["X-Ms-Cosmos-Sdk-Supportedcapabilities"], ",") != "1" {
+			continue
+		}
+		e.requests++
+		if r.Status == http.StatusUnauthorized {
+			e.unauthorized++
+		}
+		if r.Kind != "changefeed" || strings.Join(r.Header["X-Ms-Max-Item-Count"], ",") != "1" {
+			continue
+		}
+		e.feedReads++
+		if r.RangeID == parent && r.Status == http.StatusGone {
+			e.staleParentReads++
+		}
+	}
+	return e, nil
 }

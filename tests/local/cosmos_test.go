@@ -29,6 +29,8 @@ type cosmosAccount struct {
 	key      string // base64 account key
 	control  *control.Client
 	http     *http.Client
+	// controlURL is the control API's base URL.
+	controlURL string
 }
 
 func cosmosAccountFromEnv() (*cosmosAccount, error) {
@@ -53,6 +55,7 @@ func cosmosAccountFromEnv() (*cosmosAccount, error) {
 		Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 	}
 	a.control = control.NewClient(controlURL, a.http)
+	a.controlURL = controlURL
 	return a, nil
 }
 
@@ -219,4 +222,44 @@ func (p *processor) followSplit(ctx context.Context, parent control.Range) ([]st
 	}
 	_, _, _, err = p.account.rest(ctx, http.MethodDelete, p.leasePath(parent.ID), partitionKeyHeader(p.prefix+".."+parent.ID), nil, http.StatusNoContent)
 	return children, err
+}
+
+// loggedRequest is one entry of the account's request log, as the control
+// API's GET /control/requests serves it.
+type loggedRequest struct {
+	At      time.Time           `json:"at"`
+	Kind    string              `json:"kind"`
+	Method  string              `json:"method"`
+	Path    string              `json:"path"`
+	RangeID string              `json:"rangeId"`
+	Status  int                 `json:"status"`
+	Header  map[string][]string `json:"header"`
+}
+
+// requestLog reads the Cosmos DB requests the account answered (cosmoslag
+// serve keeps at least the last 1,000), oldest first.
+func (a *cosmosAccount) requestLog(ctx context.Context) ([]loggedRequest, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.controlURL+"/control/requests", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /control/requests: %s: %.300s (cosmoslag serve must expose its request log)", resp.Status, b)
+	}
+	var out struct {
+		Requests []loggedRequest `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("GET /control/requests: %w", err)
+	}
+	return out.Requests, nil
 }

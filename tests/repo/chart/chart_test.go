@@ -6,6 +6,7 @@ package chart
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -285,19 +286,45 @@ func TestChartOptions(t *testing.T) {
 		t.Errorf("the chart's alert rules differ from deploy/external-scaler-prometheusrule.yaml:\n%q\n%q", got, want)
 	}
 
-	if out, err := helm(t, "template", "x", chart, "--kube-version", kubeVersion, "--set", "tls.enabled=true"); err == nil || !strings.Contains(out, "tls.existingSecret") {
-		t.Errorf("tls.enabled without tls.existingSecret rendered (%v):\n%s", err, out)
+	// The user's own server certificate: the chart generates none, and
+	// without a client Secret for KEDA it has nothing to put into a
+	// ClusterTriggerAuthentication.
+	if n := len(r.docs["Secret"]); n != 0 {
+		t.Errorf("with tls.existingSecret the chart renders %d Secrets, want none", n)
+	}
+	if n := len(r.docs["ClusterTriggerAuthentication"]); n != 0 {
+		t.Errorf("with tls.existingSecret and no tls.kedaClient.existingSecret the chart renders %d ClusterTriggerAuthentications", n)
+	}
+	withClient := template(t, "tls.existingSecret=scaler-tls", "tls.kedaClient.existingSecret=keda-client", "tls.kedaClient.namespace=autoscaling")
+	if got := ctaSecrets(t, withClient); !maps.Equal(got, map[string]string{"caCert": "keda-client/ca.crt", "tlsClientCert": "keda-client/tls.crt", "tlsClientKey": "keda-client/tls.key"}) {
+		t.Errorf("ClusterTriggerAuthentication with tls.kedaClient.existingSecret: %v", got)
 	}
 }
 
-// NOTES.txt shows the ScaledObject a user writes next, with the scaler's
-// address and, with TLS, enableTLS.
-func TestChartNotes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds helm")
+// ctaSecrets returns the one rendered ClusterTriggerAuthentication's
+// parameters as "secret/key".
+func ctaSecrets(t *testing.T, r rendered) map[string]string {
+	t.Helper()
+	var cta struct {
+		Spec struct {
+			SecretTargetRef []struct{ Parameter, Name, Key string } `json:"secretTargetRef"`
+		}
 	}
-	// helm template leaves NOTES.txt out; a copy of the chart renders it
-	// into a ConfigMap with tpl, in the same context.
+	if len(r.docs["ClusterTriggerAuthentication"]) != 1 || yaml.Unmarshal(r.docs["ClusterTriggerAuthentication"][0], &cta) != nil {
+		t.Fatalf("rendered %d ClusterTriggerAuthentications, want 1", len(r.docs["ClusterTriggerAuthentication"]))
+	}
+	out := map[string]string{}
+	for _, ref := range cta.Spec.SecretTargetRef {
+		out[ref.Parameter] = ref.Name + "/" + ref.Key
+	}
+	return out
+}
+
+// notes renders NOTES.txt with the given values: helm template leaves it
+// out, so a copy of the chart renders it into a ConfigMap with tpl, in the
+// same context.
+func notes(t *testing.T, set ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, chart))); err != nil {
 		t.Fatal(err)
@@ -316,33 +343,111 @@ func TestChartNotes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "templates", "zz-notes.yaml"), []byte(cm), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := templateChart(t, dir, "tls.enabled=true", "tls.existingSecret=scaler-tls", "credentials.existingSecret=cosmos-credentials")
+	r := templateChart(t, dir, set...)
 	var notesMap corev1.ConfigMap
 	r.one(t, "ConfigMap", &notesMap)
-	notes := notesMap.Data["notes"]
+	return notesMap.Data["notes"]
+}
+
+// notesObject is a Kubernetes object the notes show.
+type notesObject struct {
+	Kind string
+	Spec struct {
+		Triggers []struct {
+			Type              string
+			Metadata          map[string]string
+			AuthenticationRef struct{ Kind, Name string } `json:"authenticationRef"`
+		}
+		SecretTargetRef []struct{ Parameter, Name, Key string } `json:"secretTargetRef"`
+	}
+	Metadata struct{ Name string }
+}
+
+// notesObjects parses the YAML blocks of the notes (indented paragraphs
+// that start with apiVersion), by kind; a block that does not parse fails.
+func notesObjects(t *testing.T, notes string) map[string]notesObject {
+	t.Helper()
+	out := map[string]notesObject{}
+	for _, para := range strings.Split(notes, "\n\n") {
+		if !strings.HasPrefix(para, "  apiVersion: ") {
+			continue
+		}
+		var o notesObject
+		if err := yaml.Unmarshal([]byte(para), &o); err != nil || o.Kind == "" {
+			t.Fatalf("a block of the notes does not parse: %v\n%s", err, para)
+		}
+		out[o.Kind] = o
+	}
+	return out
+}
+
+// NOTES.txt shows the ScaledObject a user writes next, with the scaler's
+// address and, with TLS, enableTLS and the (Cluster)TriggerAuthentication
+// that gives KEDA the client certificate.
+func TestChartNotes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm")
+	}
+	text := notes(t, "tls.existingSecret=scaler-tls", "credentials.existingSecret=cosmos-credentials")
 	for _, want := range []string{"kind: ScaledObject", "type: external", "scalerAddress: cosmosdb-external-scaler.keda.svc.cluster.local:6000",
 		`enableTLS: "true"`, "connectionFromScalerEnv: COSMOS_CONNECTION", "cosmos-credentials", "processorName:"} {
-		if !strings.Contains(notes, want) {
-			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		if !strings.Contains(text, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, text)
 		}
 	}
-	// The ScaledObject in the notes is YAML a user can apply.
-	start := strings.Index(notes, "  apiVersion: keda.sh/v1alpha1")
-	end := strings.Index(notes, "\nCheck one trigger")
-	if start < 0 || end < start {
-		t.Fatalf("no ScaledObject block in the notes:\n%s", notes)
+	objects := notesObjects(t, text)
+	so := objects["ScaledObject"]
+	if len(so.Spec.Triggers) != 1 || so.Spec.Triggers[0].Type != "external" {
+		t.Fatalf("the notes' ScaledObject has triggers %+v", so.Spec.Triggers)
 	}
-	var so struct {
-		Kind string
-		Spec struct {
-			Triggers []struct {
-				Type     string
-				Metadata map[string]string
-			}
+	// The user's own server certificate: a TriggerAuthentication to write.
+	ta, ok := objects["TriggerAuthentication"]
+	if ref := so.Spec.Triggers[0].AuthenticationRef; !ok || ref.Name != ta.Metadata.Name || ref.Kind != "" {
+		t.Errorf("the ScaledObject's authenticationRef %+v does not name the notes' TriggerAuthentication %+v", ref, ta.Metadata)
+	}
+	checkTLSParameters(t, ta)
+
+	// The defaults: the chart's ClusterTriggerAuthentication.
+	text = notes(t)
+	objects = notesObjects(t, text)
+	cta, ok := objects["ClusterTriggerAuthentication"]
+	if ref := objects["ScaledObject"].Spec.Triggers[0].AuthenticationRef; !ok || ref.Kind != "ClusterTriggerAuthentication" || ref.Name != "cosmosdb-external-scaler-tls" || cta.Metadata.Name != ref.Name {
+		t.Errorf("the default notes' authenticationRef %+v, ClusterTriggerAuthentication %+v", ref, cta.Metadata)
+	}
+	checkTLSParameters(t, cta)
+	if !strings.Contains(text, "client certificates required") {
+		t.Errorf("the default notes do not say the endpoint requires client certificates:\n%s", text)
+	}
+
+	// Without TLS: no authentication, and the NetworkPolicy (or its absence) is named.
+	text = notes(t, "tls.enabled=false")
+	objects = notesObjects(t, text)
+	if ref := objects["ScaledObject"].Spec.Triggers[0].AuthenticationRef; ref.Name != "" || strings.Contains(text, "enableTLS") {
+		t.Errorf("tls.enabled=false: the notes' trigger still uses TLS (%+v)", ref)
+	}
+	if !strings.Contains(text, "NetworkPolicy cosmosdb-external-scaler admits only KEDA") {
+		t.Errorf("tls.enabled=false: the notes do not name the NetworkPolicy:\n%s", text)
+	}
+	if text := notes(t, "tls.enabled=false", "networkPolicy.enabled=false"); !strings.Contains(text, "WARNING") {
+		t.Errorf("neither mutual TLS nor a NetworkPolicy, and no warning:\n%s", text)
+	}
+}
+
+// checkTLSParameters: the three parameters KEDA's external-scaler client
+// reads, from the ca.crt, tls.crt and tls.key of one Secret.
+func checkTLSParameters(t *testing.T, o notesObject) {
+	t.Helper()
+	got := map[string]string{}
+	secret := ""
+	for _, ref := range o.Spec.SecretTargetRef {
+		got[ref.Parameter] = ref.Key
+		if secret != "" && ref.Name != secret {
+			t.Errorf("%s: parameters from Secrets %s and %s", o.Kind, secret, ref.Name)
 		}
+		secret = ref.Name
 	}
-	if err := yaml.Unmarshal([]byte(notes[start:end]), &so); err != nil || so.Kind != "ScaledObject" || len(so.Spec.Triggers) != 1 {
-		t.Errorf("the notes' ScaledObject does not parse: %v\n%s", err, notes[start:end])
+	if want := map[string]string{"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}; !maps.Equal(got, want) || secret == "" {
+		t.Errorf("%s %s: parameters %v from Secret %q, want %v", o.Kind, o.Metadata.Name, got, secret, want)
 	}
 }
 
