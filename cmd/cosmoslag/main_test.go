@@ -57,3 +57,28 @@ func TestSubcommandHelp(t *testing.T) {
 		}
 	}
 }
+
+// cosmoslag help <command> shows that command's help; an unknown one is
+// named and refused.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"demo", "check", "validate", "serve"} {
+		code, stdout, _ := runCmd(t, "help", cmd)
+		_, want, _ := runCmd(t, cmd, "--help")
+		if code != exitOK || stdout != want || !strings.Contains(stdout, "Usage: cosmoslag "+cmd) {
+			t.Errorf("help %s: code %d, stdout %.80q, want %s --help's", cmd, code, stdout, cmd)
+		}
+	}
+	if code, _, stderr := runCmd(t, "help", "dmeo"); code != exitBadArgs || !strings.Contains(stderr, `unknown command "dmeo"`) {
+		t.Errorf("help dmeo: code %d, stderr %q", code, stderr)
+	}
+}
+
+// --version prints the command name and the Go version it was built with.
+func TestVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "version"} {
+		code, stdout, _ := runCmd(t, flag)
+		if code != exitOK || !strings.HasPrefix(stdout, "cosmoslag ") || !strings.Contains(stdout, "go1.") {
+			t.Errorf("%s: code %d, stdout %q", flag, code, stdout)
+		}
+	}
+}

@@ -643,3 +643,18 @@ func TestServeStopsOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// serve --help says what the scaler makes of leases written without
+// startFromNow (no continuation: ignored) and what the leases field names.
+func TestServeHelpOnLeasesWithoutContinuation(t *testing.T) {
+	_, help, _ := runCmd(t, "help", "serve")
+	flat := strings.Join(strings.Fields(help), " ")
+	for _, want := range []string{"leases is the lease container's id", "no continuation", "the scaler ignores such leases"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("serve --help does not say %q", want)
+		}
+	}
+	if strings.Contains(flat, "the lag is every item") {
+		t.Error("serve --help still says leases without startFromNow lag by every item")
+	}
+}
