@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
@@ -29,7 +30,7 @@ type instance struct {
 	metricName string // as sent in GetMetricSpec: without KEDA's "s<index>-" prefix
 	target     int64  // changeFeedLagThreshold
 	processor  string
-	secrets    *secretSet
+	secrets    *redact.Secrets
 	metrics    *serverMetrics
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
@@ -313,7 +314,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if err := allowed.check(tc.scaler.TriggerMetadata); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	secrets := &secretSet{}
+	secrets := &redact.Secrets{}
 	secrets.Add(tc.secrets...)
 	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}
 	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
@@ -332,7 +333,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 }
 
 // estimateStatus turns an estimate failure into a gRPC status.
-func estimateStatus(ctx context.Context, err error, secrets *secretSet) error {
+func estimateStatus(ctx context.Context, err error, secrets *redact.Secrets) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return status.FromContextError(ctxErr).Err()
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -105,7 +106,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 			if isSet {
 				return nil, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
 			}
-			if !isEnvVarName(v) {
+			if !redact.IsEnvVarName(v) {
 				return nil, status.Errorf(codes.InvalidArgument,
 					"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
 					fromEnv, fromScalerEnv)
@@ -115,7 +116,7 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 		if !isSet {
 			continue
 		}
-		if !isEnvVarName(name) {
+		if !redact.IsEnvVarName(name) {
 			return nil, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
 		}
 		value, _ := lookupEnv(name)

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -192,11 +192,11 @@ func splitYAML(raw []byte) [][]byte {
 type localValues struct {
 	set     map[string]string
 	files   map[string]string
-	secrets *scalers.Secrets // values that must never be printed
+	secrets *redact.Secrets // values that must never be printed
 }
 
 func newLocalValues() *localValues {
-	return &localValues{set: map[string]string{}, files: map[string]string{}, secrets: &scalers.Secrets{}}
+	return &localValues{set: map[string]string{}, files: map[string]string{}, secrets: &redact.Secrets{}}
 }
 
 func (l *localValues) lookup(key string) (string, bool) {
@@ -206,7 +206,7 @@ func (l *localValues) lookup(key string) (string, bool) {
 	if v, ok := l.files[key]; ok {
 		return v, true
 	}
-	if scalers.IsEnvVarName(key) {
+	if redact.IsEnvVarName(key) {
 		return os.LookupEnv(key)
 	}
 	return "", false

@@ -12,6 +12,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -56,8 +57,8 @@ type triggerSetup struct {
 	// ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior, or
 	// the HPA's default.
 	scaleDownWindow time.Duration
-	secrets         *scalers.Secrets // values to redact from every output
-	notes           []string         // warnings for stderr
+	secrets         *redact.Secrets // values to redact from every output
+	notes           []string        // warnings for stderr
 	// warnings are the scaler's own warnings on the trigger's metadata as
 	// written in the manifest (unknown keys, secrets in plain metadata):
 	// key names only, never a value.
