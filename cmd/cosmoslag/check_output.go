@@ -34,16 +34,16 @@ type checkReport struct {
 
 	// The estimate's fields are absent when it failed, so that a script
 	// cannot read a failure as a real zero lag or an inactive trigger.
-	*CheckEstimate
+	*checkEstimate
 	Replicas *replicaPlan `json:"replicas,omitempty"`
 
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
 }
 
-// CheckEstimate (exported so that encoding/json fills it when decoding) is the part of check's result that only a successful
+// checkEstimate is the part of check's result that only a successful
 // estimate has.
-type CheckEstimate struct {
+type checkEstimate struct {
 	Leases         []leaseRow `json:"leases"`
 	StaleParents   int        `json:"staleParents"`
 	SplitRetried   bool       `json:"splitRetried"`
@@ -94,7 +94,7 @@ type leaseRow struct {
 
 func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 	res, s := e.CosmosDBLagEstimate, e.CosmosDBLagSummary
-	r.CheckEstimate = &CheckEstimate{}
+	r.checkEstimate = &checkEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		row := leaseRow{
