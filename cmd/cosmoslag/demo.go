@@ -60,8 +60,11 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.BoolVar(&o.sim.Functions, "functions", false, "run the processor of an Azure Functions app without LeaseContainerPrefix (leases without a prefix; the trigger's processorName is \"\")")
 	fs.BoolVar(&o.sim.Merge, "merge", false, "enable partition merge on the account and merge two adjacent partitions part-way through,\nafter the split; the processor follows the merge as the .NET SDK does (EPK leases over the old ranges)")
 	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
+	return fs, usageWith(fs, demoHelp)
+}
+
+// demoHelp is the help of cosmoslag demo, before its flags.
+const demoHelp = `Usage: cosmoslag demo [flags]
 
 Runs the azure-cosmosdb scaler against an embedded Cosmos DB server (no
 Azure account needed) while simulating a deployment:
@@ -87,12 +90,7 @@ partitions and metric, whether the trigger is active, the replicas chosen,
 and the HTTP requests and request units the poll cost. A summary follows.
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func (o *demoOptions) validate() error {
 	var errs []error

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -143,6 +144,29 @@ func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, 
 		// No subcommand takes positional arguments.
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), excerpt(fs.Arg(0)))
 		return exitBadArgs, false
+	}
+	return exitOK, true
+}
+
+// usageWith is a command's usage: its help text, then its flags.
+func usageWith(fs *flag.FlagSet, help string) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, help)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// parseFlagsJSON is parseFlags for a command with -o json: when the flags
+// are invalid and the arguments ask for JSON, standard output holds one
+// document with the first line of the error.
+func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var flagErrors strings.Builder
+	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
+		if code != exitOK && jsonRequested(args) {
+			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
+		}
+		return code, false
 	}
 	return exitOK, true
 }

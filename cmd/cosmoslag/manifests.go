@@ -174,6 +174,34 @@ func (m *manifests) addFragment(triggers []any, where, path string) error {
 
 var yamlSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
 
+// readInputs reads what check and validate resolve a trigger from: the
+// --env-file files (later ones win), the --set values, and the manifest
+// files, whose Secrets' values are recorded for redaction.
+func readInputs(envFiles []string, set map[string]string, files []string) (*manifests, *localValues, error) {
+	values := newLocalValues()
+	for _, f := range envFiles {
+		if err := values.readEnvFile(f); err != nil {
+			return nil, nil, fmt.Errorf("--env-file: %w", err)
+		}
+	}
+	values.set = set
+	var m manifests
+	for _, f := range files {
+		if err := readManifests(&m, f); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, sec := range m.secrets {
+		for _, v := range sec.Data {
+			values.secrets.Add(string(v))
+		}
+		for _, v := range sec.StringData {
+			values.secrets.Add(v)
+		}
+	}
+	return &m, values, nil
+}
+
 func splitYAML(raw []byte) [][]byte {
 	var docs [][]byte
 	for _, d := range yamlSeparator.Split(string(raw), -1) {

@@ -52,8 +52,11 @@ func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.certFile, "cert-file", "", "serve this certificate (PEM) instead of a fresh one, with --key-file; when neither\nfile exists, a self-signed certificate valid for a year is written to both on\nfirst start, so a restarted server is trusted by the same clients")
 	fs.StringVar(&o.keyFile, "key-file", "", "private key (PEM, written with mode 0600) of --cert-file")
 	fs.BoolVar(&o.merge, "enable-partition-merge", false, "enable partition merge on the account: POST /control/merge merges ranges, and every\nCosmos DB request must declare the PartitionMerge capability (400 otherwise)")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag serve [flags]
+	return fs, usageWith(fs, serveHelp)
+}
+
+// serveHelp is the help of cosmoslag serve, before its flags.
+const serveHelp = `Usage: cosmoslag serve [flags]
 
 Runs the embedded Cosmos DB server as a standalone process, for clients in
 other processes (a KEDA operator in a cluster, a change feed processor):
@@ -138,12 +141,7 @@ Example:
   cosmoslag serve --cert-file /var/lib/cosmos/cert.pem --key-file /var/lib/cosmos/key.pem --ca-file /tmp/cosmos-ca.pem
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func (o *serveOptions) validate() error {
 	var errs []error
