@@ -32,174 +32,231 @@ const (
 )
 
 func renderChart(polls []demoPoll, o demoOptions) []byte {
+	c := newChart(polls, o)
+	c.header()
+	c.axes()
+	markers := c.eventMarkers()
+	c.cooldownBands()
+	c.series = append(c.drawSeries(), markers...)
+	c.maxReplicaCount()
+	c.activation()
+	c.peaks()
+	c.legend()
+	c.b.WriteString("</svg>\n")
+	return c.b.Bytes()
+}
+
+// chart is an SVG being drawn: its scales, the lines labels avoid and the
+// labels placed so far.
+type chart struct {
+	b     bytes.Buffer
+	polls []demoPoll
+	o     demoOptions
+	// lagTop and repTop are the tops of the left and right axes, end the
+	// last poll's time in seconds.
+	lagTop, repTop, end float64
+	plotW, plotH        float64
+	// maxOnAxis is whether --max-replicas is drawn on the replica axis.
+	maxOnAxis bool
+	series    [][]point // the series and the vertical markers
+	placed    []box     // the labels drawn so far
+}
+
+func newChart(polls []demoPoll, o demoOptions) *chart {
 	var maxLag int64
 	var maxReplicas int32
 	for _, p := range polls {
 		maxLag = max(maxLag, p.TotalLag, p.Metric)
 		maxReplicas = max(maxReplicas, p.Replicas)
 	}
-	lagTop := niceCeil(float64(max(maxLag, 10)))
+	c := &chart{polls: polls, o: o, lagTop: niceCeil(float64(max(maxLag, 10)))}
 	// The replica axis spans a multiple of the gridline count, so every
 	// gridline carries an integer replica tick. It reaches --max-replicas
 	// when that is at most four times the peak, so that the bound is drawn;
 	// a larger bound is named at the top of the axis instead.
-	maxOnAxis := o.maxReplicas > 0 && o.maxReplicas <= 4*int(max(maxReplicas, 1))
+	c.maxOnAxis = o.maxReplicas > 0 && o.maxReplicas <= 4*int(max(maxReplicas, 1))
 	axisReplicas := max(maxReplicas, 2)
-	if maxOnAxis {
+	if c.maxOnAxis {
 		axisReplicas = max(axisReplicas, int32(o.maxReplicas))
 	}
-	repTop := float64(gridLines * ((axisReplicas + gridLines - 1) / gridLines))
-	end := max(polls[len(polls)-1].At.Seconds(), 1)
-	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBottom)
-	x := func(sec float64) float64 { return padLeft + sec/end*plotW }
-	yLag := func(v float64) float64 { return padTop + plotH - v/lagTop*plotH }
-	yRep := func(v float64) float64 { return padTop + plotH - v/repTop*plotH }
+	c.repTop = float64(gridLines * ((axisReplicas + gridLines - 1) / gridLines))
+	c.end = max(polls[len(polls)-1].At.Seconds(), 1)
+	c.plotW, c.plotH = float64(chartW-padLeft-padRight), float64(chartH-padTop-padBottom)
+	return c
+}
 
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
-	fmt.Fprintf(&b, `<title>cosmoslag demo: change feed lag and replicas over time</title>`+"\n")
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", padLeft,
-		html.EscapeString(fmt.Sprintf("Change feed lag and replicas — %d partitions, threshold %d, seed %d", o.sim.Partitions, o.threshold, o.sim.Seed)))
+func (c *chart) x(sec float64) float64  { return padLeft + sec/c.end*c.plotW }
+func (c *chart) yLag(v float64) float64 { return padTop + c.plotH - v/c.lagTop*c.plotH }
+func (c *chart) yRep(v float64) float64 { return padTop + c.plotH - v/c.repTop*c.plotH }
 
-	// Grid, left axis (lag) and right axis (replicas) share the gridlines.
+func (c *chart) header() {
+	b := &c.b
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
+	fmt.Fprintf(b, `<title>cosmoslag demo: change feed lag and replicas over time</title>`+"\n")
+	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", padLeft,
+		html.EscapeString(fmt.Sprintf("Change feed lag and replicas — %d partitions, threshold %d, seed %d", c.o.sim.Partitions, c.o.threshold, c.o.sim.Seed)))
+}
+
+// axes draws the grid, the left axis (lag) and the right axis (replicas),
+// which share the gridlines, and the time axis.
+func (c *chart) axes() {
+	b := &c.b
 	for i := 0; i <= gridLines; i++ {
-		v := lagTop * float64(i) / gridLines
-		y := yLag(v)
-		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", padLeft, y, chartW-padRight, y)
-		fmt.Fprintf(&b, `<text class="lag-tick" x="%d" y="%.1f" text-anchor="end" fill="#1f77b4">%s</text>`+"\n", padLeft-6, y+4, trimFloat(v))
-		r := repTop * float64(i) / gridLines
-		ry := yRep(r)
-		fmt.Fprintf(&b, `<line class="replica-tick" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#2ca02c"/>`+"\n", chartW-padRight, ry, chartW-padRight+4, ry)
-		fmt.Fprintf(&b, `<text class="replica-tick-label" x="%d" y="%.1f" fill="#2ca02c">%s</text>`+"\n", chartW-padRight+6, ry+4, trimFloat(r))
+		v := c.lagTop * float64(i) / gridLines
+		y := c.yLag(v)
+		fmt.Fprintf(b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", padLeft, y, chartW-padRight, y)
+		fmt.Fprintf(b, `<text class="lag-tick" x="%d" y="%.1f" text-anchor="end" fill="#1f77b4">%s</text>`+"\n", padLeft-6, y+4, trimFloat(v))
+		r := c.repTop * float64(i) / gridLines
+		ry := c.yRep(r)
+		fmt.Fprintf(b, `<line class="replica-tick" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#2ca02c"/>`+"\n", chartW-padRight, ry, chartW-padRight+4, ry)
+		fmt.Fprintf(b, `<text class="replica-tick-label" x="%d" y="%.1f" fill="#2ca02c">%s</text>`+"\n", chartW-padRight+6, ry+4, trimFloat(r))
 	}
-	// Time axis.
-	tstep := niceCeil(end / 8)
-	for t := 0.0; t <= end+1e-9; t += tstep {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%ss</text>`+"\n", x(t), chartH-padBottom+18, trimFloat(t))
+	tstep := niceCeil(c.end / 8)
+	for t := 0.0; t <= c.end+1e-9; t += tstep {
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%ss</text>`+"\n", c.x(t), chartH-padBottom+18, trimFloat(t))
 	}
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/>`+"\n", padLeft, chartH-padBottom, chartW-padRight, chartH-padBottom)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">time (simulated)</text>`+"\n", padLeft+int(plotW/2), chartH-12)
-	fmt.Fprintf(&b, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle" fill="#1f77b4">change feed lag (transactions)</text>`+"\n", padTop+int(plotH/2))
-	fmt.Fprintf(&b, `<text transform="translate(%d %d) rotate(90)" text-anchor="middle" fill="#2ca02c">replicas</text>`+"\n", chartW-20, padTop+int(plotH/2))
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/>`+"\n", padLeft, chartH-padBottom, chartW-padRight, chartH-padBottom)
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">time (simulated)</text>`+"\n", padLeft+int(c.plotW/2), chartH-12)
+	fmt.Fprintf(b, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle" fill="#1f77b4">change feed lag (transactions)</text>`+"\n", padTop+int(c.plotH/2))
+	fmt.Fprintf(b, `<text transform="translate(%d %d) rotate(90)" text-anchor="middle" fill="#2ca02c">replicas</text>`+"\n", chartW-20, padTop+int(c.plotH/2))
+}
 
-	// Split and merge markers: the first poll whose events mention each.
-	var markers [][]point // vertical marker lines, which labels avoid too
-	var markerLabels []box
+// eventMarkers draws the split and merge markers, at the first poll whose
+// events mention each, and returns their vertical lines (which labels
+// avoid too).
+func (c *chart) eventMarkers() (markers [][]point) {
 	for _, m := range []struct{ id, prefix string }{{"split", "split: "}, {"merge", "merge: "}} {
-		for _, p := range polls {
+		for _, p := range c.polls {
 			if hasEvent(p, m.prefix) {
-				sx := x(p.At.Seconds())
-				fmt.Fprintf(&b, `<line id="%s" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4 4"/>`+"\n", m.id, sx, padTop, sx, chartH-padBottom)
-				fmt.Fprintf(&b, `<text id="%s-label" x="%.1f" y="%d" fill="#777">%s</text>`+"\n", m.id, sx+4, padTop+12, m.id)
+				sx := c.x(p.At.Seconds())
+				fmt.Fprintf(&c.b, `<line id="%s" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4 4"/>`+"\n", m.id, sx, padTop, sx, chartH-padBottom)
+				fmt.Fprintf(&c.b, `<text id="%s-label" x="%.1f" y="%d" fill="#777">%s</text>`+"\n", m.id, sx+4, padTop+12, m.id)
 				markers = append(markers, []point{{sx, padTop}, {sx, chartH - padBottom}})
-				markerLabels = append(markerLabels, labelBox(m.id, point{sx + 4, padTop + 12}))
+				c.placed = append(c.placed, labelBox(m.id, point{sx + 4, padTop + 12}))
 				break
 			}
 		}
 	}
+	return markers
+}
 
-	// Cooldown: KEDA counts the cooldown period from the last poll at which
-	// the trigger was active, so the band runs from that poll to the one
-	// where KEDA scaled to zero.
+// cooldownBands draws the cooldown: KEDA counts the cooldown period from
+// the last poll at which the trigger was active, so the band runs from
+// that poll to the one where KEDA scaled to zero.
+func (c *chart) cooldownBands() {
+	polls := c.polls
 	for i := 1; i < len(polls); i++ {
 		if polls[i].Active || !polls[i-1].Active || polls[i].Replicas == 0 {
 			continue
 		}
 		for j := i + 1; j < len(polls) && !polls[j].Active; j++ {
 			if polls[j].Replicas == 0 {
-				x0, x1 := x(polls[i-1].At.Seconds()), x(polls[j].At.Seconds())
-				fmt.Fprintf(&b, `<rect class="cooldown" x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#9467bd" fill-opacity="0.12"/>`+"\n", x0, padTop, x1-x0, plotH)
-				fmt.Fprintf(&b, `<text class="cooldown-label" x="%.1f" y="%d" text-anchor="middle" fill="#9467bd">cooldown</text>`+"\n", (x0+x1)/2, padTop+26)
-				markerLabels = append(markerLabels, labelBox("cooldown", point{(x0+x1)/2 - textWidth("cooldown")/2, padTop + 26}))
+				x0, x1 := c.x(polls[i-1].At.Seconds()), c.x(polls[j].At.Seconds())
+				fmt.Fprintf(&c.b, `<rect class="cooldown" x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#9467bd" fill-opacity="0.12"/>`+"\n", x0, padTop, x1-x0, c.plotH)
+				fmt.Fprintf(&c.b, `<text class="cooldown-label" x="%.1f" y="%d" text-anchor="middle" fill="#9467bd">cooldown</text>`+"\n", (x0+x1)/2, padTop+26)
+				c.placed = append(c.placed, labelBox("cooldown", point{(x0+x1)/2 - textWidth("cooldown")/2, padTop + 26}))
 				break
 			}
 		}
 	}
+}
 
-	// Series.
+// drawSeries draws the lag, the metric and the replicas and returns their
+// points.
+func (c *chart) drawSeries() [][]point {
 	var lag, metric, replicas []string
 	var lagPts, metricPts, repPts []point
-	for i, p := range polls {
+	for i, p := range c.polls {
 		t := p.At.Seconds()
-		lagPts = append(lagPts, point{x(t), yLag(float64(p.TotalLag))})
-		metricPts = append(metricPts, point{x(t), yLag(float64(p.Metric))})
-		lag = append(lag, fmt.Sprintf("%.1f,%.1f", x(t), yLag(float64(p.TotalLag))))
-		metric = append(metric, fmt.Sprintf("%.1f,%.1f", x(t), yLag(float64(p.Metric))))
+		lagPts = append(lagPts, point{c.x(t), c.yLag(float64(p.TotalLag))})
+		metricPts = append(metricPts, point{c.x(t), c.yLag(float64(p.Metric))})
+		lag = append(lag, fmt.Sprintf("%.1f,%.1f", c.x(t), c.yLag(float64(p.TotalLag))))
+		metric = append(metric, fmt.Sprintf("%.1f,%.1f", c.x(t), c.yLag(float64(p.Metric))))
 		if i == 0 {
-			replicas = append(replicas, fmt.Sprintf("M%.1f,%.1f", x(t), yRep(float64(p.Replicas))))
+			replicas = append(replicas, fmt.Sprintf("M%.1f,%.1f", c.x(t), c.yRep(float64(p.Replicas))))
 		} else {
-			repPts = append(repPts, point{x(t), repPts[len(repPts)-1].y})
-			replicas = append(replicas, fmt.Sprintf("H%.1f V%.1f", x(t), yRep(float64(p.Replicas))))
+			repPts = append(repPts, point{c.x(t), repPts[len(repPts)-1].y})
+			replicas = append(replicas, fmt.Sprintf("H%.1f V%.1f", c.x(t), c.yRep(float64(p.Replicas))))
 		}
-		repPts = append(repPts, point{x(t), yRep(float64(p.Replicas))})
+		repPts = append(repPts, point{c.x(t), c.yRep(float64(p.Replicas))})
 	}
-	fmt.Fprintf(&b, `<polyline id="lag" fill="none" stroke="#1f77b4" stroke-width="2" points="%s"/>`+"\n", strings.Join(lag, " "))
-	fmt.Fprintf(&b, `<polyline id="metric" fill="none" stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="6 3" points="%s"/>`+"\n", strings.Join(metric, " "))
-	fmt.Fprintf(&b, `<path id="replicas" fill="none" stroke="#2ca02c" stroke-width="2.5" d="%s"/>`+"\n", strings.Join(replicas, " "))
+	fmt.Fprintf(&c.b, `<polyline id="lag" fill="none" stroke="#1f77b4" stroke-width="2" points="%s"/>`+"\n", strings.Join(lag, " "))
+	fmt.Fprintf(&c.b, `<polyline id="metric" fill="none" stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="6 3" points="%s"/>`+"\n", strings.Join(metric, " "))
+	fmt.Fprintf(&c.b, `<path id="replicas" fill="none" stroke="#2ca02c" stroke-width="2.5" d="%s"/>`+"\n", strings.Join(replicas, " "))
+	return [][]point{lagPts, metricPts, repPts}
+}
 
-	// Labels go where no series and no other label crosses them.
-	series := append([][]point{lagPts, metricPts, repPts}, markers...)
-	plot := box{padLeft, padTop, chartW - padRight, chartH - padBottom - 2} // labels stay off the time axis
-	placed := markerLabels
-	label := func(id, class, color, text string, at []point) box {
-		lb := placeLabel(text, at, series, placed, plot)
-		placed = append(placed, lb)
-		attrs := ""
-		if id != "" {
-			attrs += fmt.Sprintf(` id="%s"`, id)
-		}
-		if class != "" {
-			attrs += fmt.Sprintf(` class="%s"`, class)
-		}
-		fmt.Fprintf(&b, `<text%s x="%.1f" y="%.1f" fill="%s">%s</text>`+"\n", attrs, lb.x0, lb.y1-labelDescent, color, html.EscapeString(text))
-		return lb
+// label draws text at the first of the places at where no series and no
+// other label crosses it (labels stay off the time axis).
+func (c *chart) label(id, class, color, text string, at []point) box {
+	plot := box{padLeft, padTop, chartW - padRight, chartH - padBottom - 2}
+	lb := placeLabel(text, at, c.series, c.placed, plot)
+	c.placed = append(c.placed, lb)
+	attrs := ""
+	if id != "" {
+		attrs += fmt.Sprintf(` id="%s"`, id)
 	}
-
-	// maxReplicaCount on the replica axis, or named at its top.
-	if o.maxReplicas > 0 {
-		text := fmt.Sprintf("maxReplicaCount %d", o.maxReplicas)
-		if maxOnAxis {
-			my := yRep(float64(o.maxReplicas))
-			fmt.Fprintf(&b, `<line id="max-replicas" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#2ca02c" stroke-dasharray="8 4"/>`+"\n", padLeft, my, chartW-padRight, my)
-			right := float64(chartW-padRight) - 4 - textWidth(text)
-			label("max-replicas-label", "", "#2ca02c", text, []point{{right, my - 4}, {right, my + 15}, {padLeft + 4, my - 4}, {padLeft + 4, my + 15}})
-		} else {
-			fmt.Fprintf(&b, `<text id="max-replicas-label" x="%d" y="%d" text-anchor="end" fill="#2ca02c">%s (above the axis)</text>`+"\n", chartW-padRight, padTop-4, text)
-		}
+	if class != "" {
+		attrs += fmt.Sprintf(` class="%s"`, class)
 	}
+	fmt.Fprintf(&c.b, `<text%s x="%.1f" y="%.1f" fill="%s">%s</text>`+"\n", attrs, lb.x0, lb.y1-labelDescent, color, html.EscapeString(text))
+	return lb
+}
 
-	// The activation threshold: above it, KEDA activates from 0. A line on
-	// the lag axis where that is clear of the time axis; at or near 0 it
-	// would lie on the time axis, so there each poll at which KEDA
-	// activated is labelled with the lag that crossed the threshold.
-	ay := yLag(float64(o.activation))
+// maxReplicaCount draws maxReplicaCount on the replica axis, or names it
+// at its top.
+func (c *chart) maxReplicaCount() {
+	if c.o.maxReplicas <= 0 {
+		return
+	}
+	text := fmt.Sprintf("maxReplicaCount %d", c.o.maxReplicas)
+	if !c.maxOnAxis {
+		fmt.Fprintf(&c.b, `<text id="max-replicas-label" x="%d" y="%d" text-anchor="end" fill="#2ca02c">%s (above the axis)</text>`+"\n", chartW-padRight, padTop-4, text)
+		return
+	}
+	my := c.yRep(float64(c.o.maxReplicas))
+	fmt.Fprintf(&c.b, `<line id="max-replicas" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#2ca02c" stroke-dasharray="8 4"/>`+"\n", padLeft, my, chartW-padRight, my)
+	right := float64(chartW-padRight) - 4 - textWidth(text)
+	c.label("max-replicas-label", "", "#2ca02c", text, []point{{right, my - 4}, {right, my + 15}, {padLeft + 4, my - 4}, {padLeft + 4, my + 15}})
+}
+
+// activation draws the activation threshold: above it, KEDA activates
+// from 0. A line on the lag axis where that is clear of the time axis; at
+// or near 0 it would lie on the time axis, so there each poll at which
+// KEDA activated is labelled with the lag that crossed the threshold.
+func (c *chart) activation() {
+	ay := c.yLag(float64(c.o.activation))
 	lineVisible := ay <= float64(chartH-padBottom)-8
 	if lineVisible {
-		fmt.Fprintf(&b, `<line id="activation" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d62728" stroke-dasharray="2 3"/>`+"\n", padLeft, ay, chartW-padRight, ay)
-		text := fmt.Sprintf("activation %d", o.activation)
+		fmt.Fprintf(&c.b, `<line id="activation" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d62728" stroke-dasharray="2 3"/>`+"\n", padLeft, ay, chartW-padRight, ay)
+		text := fmt.Sprintf("activation %d", c.o.activation)
 		var at []point
 		for lx := float64(padLeft + 4); lx+textWidth(text) < float64(chartW-padRight); lx += 8 {
 			at = append(at, point{lx, ay - 4}, point{lx, ay + 15})
 		}
-		label("activation-label", "", "#d62728", text, at)
+		c.label("activation-label", "", "#d62728", text, at)
 	}
+	polls := c.polls
 	for i := 1; i < len(polls); i++ {
 		if polls[i-1].Replicas != 0 || polls[i].Replicas == 0 {
 			continue
 		}
-		px, py := x(polls[i].At.Seconds()), yLag(float64(polls[i].TotalLag))
-		fmt.Fprintf(&b, `<circle class="activation-marker" cx="%.1f" cy="%.1f" r="4.5" fill="none" stroke="#d62728" stroke-width="1.5"/>`+"\n", px, py)
+		px, py := c.x(polls[i].At.Seconds()), c.yLag(float64(polls[i].TotalLag))
+		fmt.Fprintf(&c.b, `<circle class="activation-marker" cx="%.1f" cy="%.1f" r="4.5" fill="none" stroke="#d62728" stroke-width="1.5"/>`+"\n", px, py)
 		if !lineVisible {
-			text := fmt.Sprintf("KEDA activates: lag %d > activation %d", polls[i].TotalLag, o.activation)
-			lb := label("", "activation-label", "#d62728", text, around(px, py, textWidth(text)))
-			leader(&b, px, py, lb, "#d62728")
+			text := fmt.Sprintf("KEDA activates: lag %d > activation %d", polls[i].TotalLag, c.o.activation)
+			lb := c.label("", "activation-label", "#d62728", text, around(px, py, textWidth(text)))
+			leader(&c.b, px, py, lb, "#d62728")
 		}
 	}
+}
 
-	// Peaks: the first poll reaching the highest lag and the most replicas.
-	peakLag, peakRep := polls[0], polls[0]
-	for _, p := range polls {
+// peaks marks the first poll reaching the highest lag and the first
+// reaching the most replicas.
+func (c *chart) peaks() {
+	peakLag, peakRep := c.polls[0], c.polls[0]
+	for _, p := range c.polls {
 		if p.TotalLag > peakLag.TotalLag {
 			peakLag = p
 		}
@@ -207,16 +264,17 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 			peakRep = p
 		}
 	}
-	px, py := x(peakLag.At.Seconds()), yLag(float64(peakLag.TotalLag))
-	fmt.Fprintf(&b, `<circle id="peak-lag" cx="%.1f" cy="%.1f" r="3.5" fill="#1f77b4"/>`+"\n", px, py)
+	px, py := c.x(peakLag.At.Seconds()), c.yLag(float64(peakLag.TotalLag))
+	fmt.Fprintf(&c.b, `<circle id="peak-lag" cx="%.1f" cy="%.1f" r="3.5" fill="#1f77b4"/>`+"\n", px, py)
 	text := fmt.Sprintf("peak lag %d at %ss", peakLag.TotalLag, trimFloat(peakLag.At.Seconds()))
-	leader(&b, px, py, label("peak-lag-label", "", "#1f77b4", text, around(px, py, textWidth(text))), "#1f77b4")
-	rx, ry := x(peakRep.At.Seconds()), yRep(float64(peakRep.Replicas))
-	fmt.Fprintf(&b, `<circle id="peak-replicas" cx="%.1f" cy="%.1f" r="3.5" fill="#2ca02c"/>`+"\n", rx, ry)
+	leader(&c.b, px, py, c.label("peak-lag-label", "", "#1f77b4", text, around(px, py, textWidth(text))), "#1f77b4")
+	rx, ry := c.x(peakRep.At.Seconds()), c.yRep(float64(peakRep.Replicas))
+	fmt.Fprintf(&c.b, `<circle id="peak-replicas" cx="%.1f" cy="%.1f" r="3.5" fill="#2ca02c"/>`+"\n", rx, ry)
 	text = fmt.Sprintf("peak %d replicas", peakRep.Replicas)
-	leader(&b, rx, ry, label("peak-replicas-label", "", "#2ca02c", text, around(rx, ry, textWidth(text))), "#2ca02c")
+	leader(&c.b, rx, ry, c.label("peak-replicas-label", "", "#2ca02c", text, around(rx, ry, textWidth(text))), "#2ca02c")
+}
 
-	// Legend.
+func (c *chart) legend() {
 	legend := []struct{ color, dash, label string }{
 		{"#1f77b4", "", "total lag"},
 		{"#ff7f0e", "6 3", "metric = min(lag, active partitions × threshold)"},
@@ -224,12 +282,10 @@ func renderChart(polls []demoPoll, o demoOptions) []byte {
 	}
 	lx := float64(padLeft)
 	for _, l := range legend {
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="40" x2="%.0f" y2="40" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", lx, lx+22, l.color, l.dash)
-		fmt.Fprintf(&b, `<text x="%.0f" y="44">%s</text>`+"\n", lx+27, html.EscapeString(l.label))
+		fmt.Fprintf(&c.b, `<line x1="%.0f" y1="40" x2="%.0f" y2="40" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", lx, lx+22, l.color, l.dash)
+		fmt.Fprintf(&c.b, `<text x="%.0f" y="44">%s</text>`+"\n", lx+27, html.EscapeString(l.label))
 		lx += 27 + float64(len(l.label))*6.2 + 20
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
 }
 
 // leader draws a thin line from a marker at (x, y) to its label when the
