@@ -191,26 +191,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // serve runs both listeners until ctx ends.
 func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
-	opts := []cosmostest.Option{
-		cosmostest.WithAddress(o.addr),
-		cosmostest.WithKey(o.key),
-		cosmostest.WithAccountName(o.account),
-		// A standalone server runs for hours: the control API's request
-		// log keeps the recent requests only.
-		cosmostest.WithRequestLogLimit(1000),
-	}
-	if o.merge {
-		opts = append(opts, cosmostest.WithPartitionMerge())
-	}
-	if o.certFile != "" {
-		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)
-		if err != nil {
-			return err
-		}
-		if created {
-			fmt.Fprintf(logw, "cosmoslag serve: wrote a new certificate to %s and its key to %s\n", o.certFile, o.keyFile)
-		}
-		opts = append(opts, cosmostest.WithCertificate(cert))
+	opts, err := serverOptions(o, logw)
+	if err != nil {
+		return err
 	}
 	srv, err := cosmostest.NewTLS(opts...)
 	if err != nil {
@@ -252,6 +235,34 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 	srv.Close()
 	fmt.Fprintln(logw, "cosmoslag serve: stopped")
 	return nil
+}
+
+// serverOptions are the embedded server's options from the flags; with
+// --cert-file, its certificate is the one kept there (written first when
+// there is none).
+func serverOptions(o serveOptions, logw io.Writer) ([]cosmostest.Option, error) {
+	opts := []cosmostest.Option{
+		cosmostest.WithAddress(o.addr),
+		cosmostest.WithKey(o.key),
+		cosmostest.WithAccountName(o.account),
+		// A standalone server runs for hours: the control API's request
+		// log keeps the recent requests only.
+		cosmostest.WithRequestLogLimit(1000),
+	}
+	if o.merge {
+		opts = append(opts, cosmostest.WithPartitionMerge())
+	}
+	if o.certFile != "" {
+		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			fmt.Fprintf(logw, "cosmoslag serve: wrote a new certificate to %s and its key to %s\n", o.certFile, o.keyFile)
+		}
+		opts = append(opts, cosmostest.WithCertificate(cert))
+	}
+	return opts, nil
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a reader
