@@ -184,19 +184,7 @@ func (r *registry) acquire(ref *pb.ScaledObjectRef) (*instance, func(), error) {
 		in.close(r.log)
 		return existing, r.releaser(existing), nil
 	}
-	// The same ScaledObject trigger (same metric) with other metadata: the
-	// ScaledObject was edited, so the old configuration goes. Another
-	// trigger of the same ScaledObject (another metric) is left alone.
-	var toClose []*instance
-	for k, old := range r.items {
-		if k.namespace == key.namespace && k.name == key.name && old.metricName == in.metricName {
-			delete(r.items, k)
-			old.retired, old.reason = true, "metadata changed"
-			if old.refs == 0 {
-				toClose = append(toClose, old)
-			}
-		}
-	}
+	toClose := r.retireEdited(key, in.metricName)
 	in.refs, in.lastUsed = 1, time.Now()
 	r.items[key] = in
 	r.mu.Unlock()
@@ -207,6 +195,24 @@ func (r *registry) acquire(ref *pb.ScaledObjectRef) (*instance, func(), error) {
 		old.close(r.log)
 	}
 	return in, r.releaser(in), nil
+}
+
+// retireEdited retires the instances of the same ScaledObject trigger
+// (same metric) with other metadata than key's: the ScaledObject was
+// edited, so the old configuration goes. Another trigger of the same
+// ScaledObject (another metric) is left alone. It returns the retired
+// instances nobody holds, to close outside the lock; r.mu is held.
+func (r *registry) retireEdited(key instanceKey, metricName string) (toClose []*instance) {
+	for k, old := range r.items {
+		if k.namespace == key.namespace && k.name == key.name && old.metricName == metricName {
+			delete(r.items, k)
+			old.retired, old.reason = true, "metadata changed"
+			if old.refs == 0 {
+				toClose = append(toClose, old)
+			}
+		}
+	}
+	return toClose
 }
 
 func (r *registry) releaser(in *instance) func() {
