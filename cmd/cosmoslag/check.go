@@ -107,14 +107,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "cosmoslag check: %s\n", msg)
-		if o.output == "json" {
-			_ = writeJSON(stdout, checkFailure{Error: msg, ExitCode: exitBadArgs})
-		}
-		return exitBadArgs
-	}
+	bad := badArgs("check", &o.output, stdout, stderr, func(msg string) any { return checkFailure{Error: msg, ExitCode: exitBadArgs} })
 	if msg := o.problem(); msg != "" {
 		return bad("%s", msg)
 	}

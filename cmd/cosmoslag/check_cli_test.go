@@ -68,18 +68,3 @@ spec:
 		t.Errorf("code %d, stderr %q", code, stderr)
 	}
 }
-
-// writeMinimalScaledObject writes a ScaledObject with one azure-cosmosdb
-// trigger; extra is appended inside its flow-style metadata map.
-func writeMinimalScaledObject(t *testing.T, extra string) string {
-	t.Helper()
-	return writeFile(t, t.TempDir(), "so.yaml", `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata: {name: orders}
-spec:
-  scaleTargetRef: {name: orders}
-  triggers:
-    - type: azure-cosmosdb
-      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p`+extra+`}
-`)
-}

@@ -170,3 +170,17 @@ func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdo
 	}
 	return exitOK, true
 }
+
+// badArgs is how a command with -o json refuses invalid flags, files or
+// configuration: the message on stderr and, when *output is json, the
+// document doc makes of it on stdout; exit status 2.
+func badArgs(command string, output *string, stdout, stderr io.Writer, doc func(msg string) any) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "cosmoslag %s: %s\n", command, msg)
+		if *output == "json" {
+			_ = writeJSON(stdout, doc(msg))
+		}
+		return exitBadArgs
+	}
+}

@@ -1,30 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runCmd runs cosmoslag in-process and returns its exit code and output.
-func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestUsage(t *testing.T) {
 	code, _, stderr := runCmd(t)

@@ -83,15 +83,10 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	report := validateReport{Triggers: []validateResult{}, Notes: []string{}}
-	bad := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "cosmoslag validate: %s\n", msg)
-		if o.output == "json" {
-			report.Error, report.ExitCode = msg, exitBadArgs
-			_ = writeJSON(stdout, report)
-		}
-		return exitBadArgs
-	}
+	bad := badArgs("validate", &o.output, stdout, stderr, func(msg string) any {
+		report.Error, report.ExitCode = msg, exitBadArgs
+		return report
+	})
 	switch {
 	case o.output != "table" && o.output != "json":
 		o.output = "table"
