@@ -21,15 +21,25 @@ import (
 // each writes, the continuation's encoding, the timestamp's form):
 //   - .NET v3: Microsoft.Azure.Cosmos/src/ChangeFeedProcessor/LeaseManagement/
 //     DocumentServiceLeaseCore.cs (v0), DocumentServiceLeaseCoreEpk.cs (v1),
-//     DocumentServiceLeaseManagerCosmos.cs (LeaseToken, FeedRange and Mode
-//     on creation) in Azure/azure-cosmos-dotnet-v3;
+//     DocumentServiceLeaseVersion.cs (version 0 and 1),
+//     DocumentServiceLeaseManagerCosmos.cs (LeaseToken, FeedRange and Mode,
+//     the A-IM value, on creation; "partitionKey" the lease id, as
+//     Util/ConfigurationManager.cs has it by default) and
+//     Serializer/FeedRange/FeedRangeInternalConverter.cs (FeedRange as
+//     {"Range": {"min", "max"}}) in Azure/azure-cosmos-dotnet-v3;
 //   - Java v4: sdk/cosmos/azure-cosmos/src/main/java/com/azure/cosmos/
-//     implementation/changefeed/ServiceItemLease.java (v0) and
+//     implementation/changefeed/pkversion/ServiceItemLease.java (v0; in
+//     changefeed/ServiceItemLease.java in older releases) and
 //     epkversion/ServiceItemLeaseV1.java (v1), whose serializers write
-//     exactly the fields below, and common/ChangeFeedState.java (the
-//     continuation) in Azure/azure-sdk-for-java;
+//     exactly the fields below; common/ChangeFeedState.java and
+//     ChangeFeedStateV1.java (the continuation), feedranges/
+//     FeedRangeCompositeContinuationImpl.java, query/
+//     CompositeContinuationToken.java and routing/Range.java (its ranges,
+//     with isMinInclusive and isMaxInclusive), Constants.java (the state's
+//     property names) in Azure/azure-sdk-for-java;
 //   - .NET v2 library: src/DocumentDB.ChangeFeedProcessor/LeaseManagement/
-//     DocumentServiceLease.cs in Azure/azure-documentdb-changefeedprocessor-dotnet.
+//     DocumentServiceLease.cs in Azure/azure-documentdb-changefeedprocessor-dotnet
+//     (PartitionId, and gremlincompatid, a copy of the id).
 //
 // Lease documents start unowned (Owner null). CreateLeases(false) writes the
 // state of a processor that has created its leases but not checkpointed yet:
@@ -291,6 +301,7 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 		}}
 	case DotNetV2Library:
 		doc["PartitionId"] = token
+		doc["gremlincompatid"] = doc["id"]
 		doc["properties"] = map[string]any{}
 	default:
 		return fmt.Errorf("unknown lease format %v", p.Format)
@@ -377,13 +388,17 @@ type javaCompositeItem struct {
 	Range javaRange `json:"range"`
 }
 
+// javaRange is routing/Range.java as the state holds it: min inclusive,
+// max exclusive, both flags written.
 type javaRange struct {
-	Min string `json:"min"`
-	Max string `json:"max"`
+	Min            string `json:"min"`
+	Max            string `json:"max"`
+	IsMinInclusive bool   `json:"isMinInclusive"`
+	IsMaxInclusive bool   `json:"isMaxInclusive"`
 }
 
 func javaContinuationToken(collRID, min, max string, lsn int64, mode ChangeFeedMode) string {
-	r := javaRange{Min: min, Max: max}
+	r := javaRange{Min: min, Max: max, IsMinInclusive: true}
 	javaMode, startFrom := "INCREMENTAL", "BEGINNING"
 	if mode == AllVersionsAndDeletes {
 		// Java's all-versions-and-deletes processor can only start from now.

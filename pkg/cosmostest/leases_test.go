@@ -109,8 +109,13 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 		{
 			format:     DotNetV2Library,
 			tokens:     []string{"0", "1"},
-			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp"},
+			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp", "gremlincompatid"},
 			noFields:   []string{"version", "LeaseToken"},
+			check: func(t *testing.T, doc map[string]any) {
+				if doc["gremlincompatid"] != doc["id"] {
+					t.Errorf("gremlincompatid %v, id %v", doc["gremlincompatid"], doc["id"])
+				}
+			},
 		},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
@@ -219,10 +224,10 @@ func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) stri
 			V            int
 			Rid          string
 			Continuation []struct {
-				Token string `json:"token"`
-				Range struct{ Min, Max string }
+				Token string    `json:"token"`
+				Range javaRange `json:"range"`
 			}
-			Range struct{ Min, Max string }
+			Range javaRange
 		}
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -233,6 +238,10 @@ func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) stri
 	}
 	if len(st.Continuation.Continuation) != 1 {
 		t.Fatalf("java state %s", b)
+	}
+	// routing/Range.java writes both bounds' flags: [min, max).
+	if r := st.Continuation.Continuation[0].Range; r != st.Continuation.Range || !r.IsMinInclusive || r.IsMaxInclusive || !strings.Contains(string(b), `"isMaxInclusive":false`) {
+		t.Errorf("java state ranges %s", b)
 	}
 	return st.Continuation.Continuation[0].Token
 }
