@@ -87,15 +87,14 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.inFlight.Add(1)
 	defer a.inFlight.Add(-1)
 
-	var segBuf [8]string
-	segs := splitPath(r.URL.Path, segBuf[:0])
+	segs := splitPath(r.URL.Path)
 	kind := classify(r, segs)
 	authorization := a.redactAuthorization(r.Header)
 	rec := Request{
 		Kind:    kind,
 		Method:  r.Method,
 		Path:    r.URL.Path,
-		RangeID: headerValue(r.Header, keyPartitionKeyRangeID),
+		RangeID: r.Header.Get(hdrPartitionKeyRangeID),
 		Header:  r.Header,
 		At:      time.Now(),
 	}

@@ -26,28 +26,12 @@ const (
 )
 
 func (a *Account) sessionTokenLocked(r *pkRange) string {
-	switch a.sessionForm {
-	case SessionTokenSimple, SessionTokenVersioned:
-		// What the general form below builds, in one allocation.
-		var buf [64]byte
-		b := append(buf[:0], r.id...)
-		b = append(b, ':')
-		if a.sessionForm == SessionTokenVersioned {
-			b = append(b, "-1#"...)
-		}
-		return string(strconv.AppendInt(b, r.lsn, 10))
-	}
 	return r.id + ":" + formatSessionLSN(a.sessionForm, r.lsn)
 }
 
 // quotedLSN is the LSN in quotes, the etag of a change feed position and the
-// continuation of a lease (built in one allocation).
-func quotedLSN(lsn int64) string {
-	var buf [24]byte
-	b := append(buf[:0], '"')
-	b = strconv.AppendInt(b, lsn, 10)
-	return string(append(b, '"'))
-}
+// continuation of a lease.
+func quotedLSN(lsn int64) string { return `"` + strconv.FormatInt(lsn, 10) + `"` }
 
 func formatSessionLSN(f SessionTokenForm, lsn int64) string {
 	switch f {
@@ -84,7 +68,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := headerValue(r.Header, keyPartitionKeyRangeID)
+	rangeID := r.Header.Get(hdrPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
 		known, ok := c.allRanges[rangeID]
@@ -103,8 +87,8 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return badRequest("a change feed read needs the %s or the %s header", hdrPartitionKeyRangeID, hdrPartitionKey)
 	}
 
-	if strings.EqualFold(headerValue(r.Header, hdrReadKeyType), "EffectivePartitionKeyRange") {
-		start, end := headerValue(r.Header, hdrStartEPK), headerValue(r.Header, hdrEndEPK)
+	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := r.Header.Get(hdrStartEPK), r.Header.Get(hdrEndEPK)
 		if end == "" || start >= end {
 			return badRequest("the EPK range [%q, %q) is empty", start, end)
 		}
@@ -117,7 +101,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
-	inm := headerValue(r.Header, "If-None-Match")
+	inm := r.Header.Get("If-None-Match")
 	var after int64
 	switch inm {
 	case "":

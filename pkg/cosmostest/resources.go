@@ -92,7 +92,7 @@ func containerBody(c *Container) map[string]any {
 
 func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
 	mode := writeCreate
-	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
+	if strings.EqualFold(r.Header.Get(hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
 	return a.write(r, dbID, collID, "", mode)
@@ -129,7 +129,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	id, _ := doc["id"].(string)
 	old, existed := c.items[id]
-	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && mode != writeCreate {
+	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && mode != writeCreate {
 		if !existed || old.doc["_etag"] != ifMatch {
 			if mode == writeReplace && !existed {
 				return notFound("item " + id + " does not exist")
@@ -152,7 +152,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 		status = http.StatusCreated
 	}
 	var out *reply
-	if strings.EqualFold(headerValue(r.Header, hdrPrefer), "return=minimal") {
+	if strings.EqualFold(r.Header.Get(hdrPrefer), "return=minimal") {
 		out = newReply(status, chargeWrite)
 	} else {
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
@@ -179,7 +179,7 @@ func (a *Account) readItemLocked(r *http.Request, c *Container, epk, itemID stri
 		return notFound("Entity with the specified id does not exist in the system.")
 	}
 	etag := it.doc["_etag"].(string)
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
 		out := newReply(http.StatusNotModified, chargePointRead)
 		out.set(hdrETag, etag)
 		setContentPaths(out, c)
@@ -205,7 +205,7 @@ func (a *Account) deleteItemLocked(r *http.Request, c *Container, epk, itemID st
 	if !ok || it.epk != epk {
 		return notFound("Entity with the specified id does not exist in the system.")
 	}
-	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
+	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
 		return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
 			"the operation specified an etag that is different from the version available at the server")
 	}

@@ -314,7 +314,7 @@ func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
 
 func pkRangesLocked(r *http.Request, c *Container) *reply {
 	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if headerValue(r.Header, "If-None-Match") == etag {
+	if r.Header.Get("If-None-Match") == etag {
 		out := newReply(http.StatusNotModified, chargeMetadata)
 		out.set(hdrETag, etag)
 		return out
