@@ -87,12 +87,9 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 		inScope = func(it *item) bool { return it.epk == epk }
 		scopeRanges = []*pkRange{c.rangeForEPKLocked(epk)}
 	case rangeID != "":
-		pr, ok := c.allRanges[rangeID]
-		if !ok {
-			return notFound("partition key range " + rangeID + " does not exist")
-		}
-		if pr.gone {
-			return partitionGone(rangeID)
+		pr, rep := addressedRangeLocked(c, rangeID)
+		if rep != nil {
+			return rep
 		}
 		inScope = func(it *item) bool { return epkInRange(it.epk, pr.min, pr.max) }
 		scopeRanges = []*pkRange{pr}

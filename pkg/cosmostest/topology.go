@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -200,11 +199,10 @@ func (c *Container) LSN(rangeID string) int64 {
 }
 
 func (c *Container) liveRangeLocked(id string) *pkRange {
-	r, ok := c.allRanges[id]
-	if !ok || r.gone {
-		return nil
+	if r, ok := c.allRanges[id]; ok && !r.gone {
+		return r
 	}
-	return r
+	return nil
 }
 
 func (c *Container) rangeForEPKLocked(epk string) *pkRange {
@@ -303,47 +301,4 @@ func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
 		return PartitionKeyRange{}, false, false
 	}
 	return pr.public(), pr.gone, true
-}
-
-// pkRangesReply lists the live physical ranges. The etag changes with every
-// split or merge; If-None-Match with the current etag answers 304. An
-// incremental (A-IM) read returns the full current set rather than a delta.
-func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return pkRangesLocked(r, c) })
-}
-
-func pkRangesLocked(r *http.Request, c *Container) *reply {
-	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if r.Header.Get("If-None-Match") == etag {
-		out := newReply(http.StatusNotModified, chargeMetadata)
-		out.set(hdrETag, etag)
-		return out
-	}
-	list := make([]map[string]any, len(c.ranges))
-	for i, pr := range c.ranges {
-		parents := append([]string{}, pr.parents...)
-		list[i] = map[string]any{
-			"_rid":                    pr.rid,
-			"id":                      pr.id,
-			"_etag":                   `"` + pr.rid + `"`,
-			"minInclusive":            pr.min,
-			"maxExclusive":            pr.max,
-			"ridPrefix":               i,
-			"_self":                   "dbs/" + c.db.rid + "/colls/" + c.rid + "/pkranges/" + pr.rid + "/",
-			"throughputFraction":      1 / float64(len(c.ranges)),
-			"status":                  "online",
-			"parents":                 parents,
-			"ownedArchivalPKRangeIds": []string{},
-			"_ts":                     c.ts,
-			"_lsn":                    pr.lsn,
-		}
-	}
-	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{
-		"_rid":               c.rid,
-		"PartitionKeyRanges": list,
-		"_count":             len(list),
-	})
-	out.set(hdrETag, etag)
-	out.set(hdrItemCount, strconv.Itoa(len(list)))
-	return out
 }
