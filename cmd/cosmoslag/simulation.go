@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -69,7 +70,7 @@ func (c simConfig) processor() string {
 }
 
 // mode is the simulated processor's change feed mode, in the embedded
-// server's vocabulary (cosmostest.LeaseWriter.Mode).
+// server's vocabulary (leasetest.Writer.Mode).
 func (c simConfig) mode() cosmostest.ChangeFeedMode {
 	if c.AllVersionsAndDeletes {
 		return cosmostest.AllVersionsAndDeletes
@@ -82,8 +83,8 @@ type world struct {
 	rng         *rand.Rand
 	srv         *cosmostest.Server
 	data        *cosmostest.Container
-	leaseWriter *cosmostest.LeaseWriter // writes the processor's leases as the real library would
-	feed        *feedReader             // the simulated processor's change feed client
+	leaseWriter *leasetest.Writer // writes the processor's leases as the real library would
+	feed        *feedReader       // the simulated processor's change feed client
 	leases      map[string]*simLease
 
 	hotRange   string // range holding demoHotKey, split at splitStep
@@ -121,7 +122,7 @@ func newWorld(cfg simConfig) (*world, error) {
 		}
 	}
 
-	w.leaseWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, "dotnet-v0")
+	w.leaseWriter = leasetest.NewWriter(cfg.processor(), w.data, leases, "dotnet-v0")
 	w.leaseWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {

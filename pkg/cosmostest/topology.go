@@ -104,6 +104,9 @@ func (d *Database) ID() string { return d.id }
 // RID is the database _rid.
 func (d *Database) RID() string { return d.rid }
 
+// Account is the account the database belongs to.
+func (d *Database) Account() *Account { return d.acct }
+
 // CreateContainer returns the container with that id, creating it if needed
 // with partitionKeyPath (e.g. "/pk") and physicalRanges ranges ("0".."N-1")
 // splitting the EPK space evenly. An existing container is returned unchanged.
@@ -292,8 +295,9 @@ func (c *Container) retireLocked(p *pkRange) {
 	}
 }
 
-// rangeByID returns any range ever created, live or gone.
-func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
+// Range returns any range the container ever had by id, live or gone (split
+// or merged away): what a processor holding a lease on it finds.
+func (c *Container) Range(id string) (r PartitionKeyRange, gone, ok bool) {
 	c.db.acct.mu.Lock()
 	defer c.db.acct.mu.Unlock()
 	pr, ok := c.allRanges[id]
