@@ -48,9 +48,6 @@ func newAccount(cfg config, keyBytes []byte) *Account {
 	}
 }
 
-// AccountName is the account id reported by GET /.
-func (a *Account) AccountName() string { return a.cfg.accountName }
-
 // Key is the base64 primary key.
 func (a *Account) Key() string { return a.cfg.key }
 

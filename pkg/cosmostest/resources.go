@@ -140,9 +140,9 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	stored, err := c.writeLocked(doc, mode)
 	switch {
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, errConflict):
 		return errorReply(http.StatusConflict, 0, "Conflict", "Entity with the specified id already exists in the system.")
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		return notFound("item " + id + " does not exist")
 	case err != nil:
 		return badRequest("%v", err)

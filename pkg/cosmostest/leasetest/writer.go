@@ -91,8 +91,8 @@ func (p *Writer) Prefix() string {
 // LeaseID is "{Prefix}..{token}".
 func (p *Writer) LeaseID(token string) string { return p.Prefix() + ".." + token }
 
-// ErrLeaseNotFound is returned when the writer has no lease with that token.
-var ErrLeaseNotFound = errors.New("leasetest: lease not found")
+// errLeaseNotFound is returned when the writer has no lease with that token.
+var errLeaseNotFound = errors.New("leasetest: lease not found")
 
 // CreateLeases writes one lease per live physical range of the monitored
 // container plus the "{prefix}.info" and "{prefix}.lock" bookkeeping
@@ -177,7 +177,7 @@ func (p *Writer) SetOwner(token, owner string) error {
 func (p *Writer) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	doc, ok := p.Lease(parentToken)
 	if !ok {
-		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, ErrLeaseNotFound)
+		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, errLeaseNotFound)
 	}
 	cont, err := p.continuationLSN(doc)
 	if err != nil {
@@ -249,7 +249,7 @@ func (p *Writer) currentLSN(token string) (int64, error) {
 func (p *Writer) update(token string, change func(map[string]any) error) error {
 	doc, ok := p.Lease(token)
 	if !ok {
-		return fmt.Errorf("lease %q of processor %q: %w", token, p.Name, ErrLeaseNotFound)
+		return fmt.Errorf("lease %q of processor %q: %w", token, p.Name, errLeaseNotFound)
 	}
 	if err := change(doc); err != nil {
 		return err
