@@ -72,9 +72,9 @@ func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	if _, exists := byIDOrRID(db.containers, db.order, body.ID); exists {
 		return conflict("Resource with specified id or name already exists.")
@@ -153,9 +153,9 @@ func (a *Account) listDatabasesReply() *reply {
 func (a *Account) listContainersReply(dbID string) *reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	list := make([]map[string]any, len(db.order))
 	for i, c := range db.order {

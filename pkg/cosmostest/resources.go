@@ -31,9 +31,9 @@ func (a *Account) accountReply() *reply {
 func (a *Account) databaseReply(dbID string) *reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	return jsonReply(http.StatusOK, chargeMetadata, databaseProperties(db))
 }
@@ -165,55 +165,51 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 
 var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments", "_lsn"}
 
-func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+// inItem is the preamble of the item handlers: the partition key header,
+// the container, and the item, 404 unless it is in that logical partition.
+func (a *Account) inItem(r *http.Request, dbID, collID, itemID string, serve func(c *Container, it *item, epk string) *reply) *reply {
 	epk, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
 	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.readItemLocked(r, c, epk, itemID) })
+	return a.inContainer(dbID, collID, func(c *Container) *reply {
+		it, ok := c.items[itemID]
+		if !ok || it.epk != epk {
+			return notFound("Entity with the specified id does not exist in the system.")
+		}
+		return serve(c, it, epk)
+	})
 }
 
-func (a *Account) readItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
-	it, ok := c.items[itemID]
-	if !ok || it.epk != epk {
-		return notFound("Entity with the specified id does not exist in the system.")
-	}
-	etag := it.doc["_etag"].(string)
-	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
-		out := newReply(http.StatusNotModified, chargePointRead)
+func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+		etag := it.doc["_etag"].(string)
+		if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
+			out := newReply(http.StatusNotModified, chargePointRead)
+			out.set(hdrETag, etag)
+			setContentPaths(out, c)
+			return out
+		}
+		out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
 		out.set(hdrETag, etag)
+		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 		setContentPaths(out, c)
 		return out
-	}
-	out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
-	out.set(hdrETag, etag)
-	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
-	setContentPaths(out, c)
-	return out
+	})
 }
 
 func (a *Account) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
-	epk, rep := requirePartitionKey(r)
-	if rep != nil {
-		return rep
-	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.deleteItemLocked(r, c, epk, itemID) })
-}
-
-func (a *Account) deleteItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
-	it, ok := c.items[itemID]
-	if !ok || it.epk != epk {
-		return notFound("Entity with the specified id does not exist in the system.")
-	}
-	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
-		return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
-			"the operation specified an etag that is different from the version available at the server")
-	}
-	c.deleteLocked(itemID)
-	out := newReply(http.StatusNoContent, chargeWrite)
-	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
-	setContentPaths(out, c)
-	return out
+	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+		if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
+			return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
+				"the operation specified an etag that is different from the version available at the server")
+		}
+		c.deleteLocked(itemID)
+		out := newReply(http.StatusNoContent, chargeWrite)
+		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+		setContentPaths(out, c)
+		return out
+	})
 }
 
 // setContentPaths names the container that owns a document response, by

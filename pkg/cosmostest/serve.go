@@ -142,6 +142,16 @@ func (a *Account) containerLocked(dbID, collID string) (*Container, *reply) {
 	return c, nil
 }
 
+// databaseLocked finds a database by id (or _rid), or returns the 404 reply
+// that names it. Callers hold a.mu.
+func (a *Account) databaseLocked(dbID string) (*Database, *reply) {
+	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
+	if !ok {
+		return nil, notFound("database " + dbID + " does not exist")
+	}
+	return db, nil
+}
+
 // addressedRangeLocked is the physical range a request names by id
 // (x-ms-documentdb-partitionkeyrangeid): 404 for an id the container never
 // had, 410 with substatus 1002 for one gone after a split or merge.
