@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
@@ -118,7 +119,7 @@ func newTestAccount(t *testing.T) *cosmostest.Server {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "dotnet-v0")
+	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "java-v1")
+	proc := leasetest.NewWriter("order-projector", data, leases, "java-v1")
 	tokens, err := proc.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +343,7 @@ func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
 	if _, err := data.Upsert(map[string]any{"id": "o1", "pk": "p"}); err != nil {
 		t.Fatal(err)
 	}
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "dotnet-v0")
+	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
 	proc.Mode = cosmostest.AllVersionsAndDeletes
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)

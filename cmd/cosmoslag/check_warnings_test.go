@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // check prints the scaler's own warnings on the trigger's metadata, a
@@ -60,7 +61,7 @@ func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 1)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, leases, "dotnet-v0")
+	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
 	if _, err := proc.CreateLeases(false); err != nil { // never checkpointed
 		t.Fatal(err)
 	}

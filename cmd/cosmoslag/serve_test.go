@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
@@ -130,19 +131,7 @@ func startServe(t *testing.T, extra ...string) *served {
 // controlCall sends a control request; body is marshalled unless it is a string.
 func (s *served) controlCall(t *testing.T, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.control+path, rd)
+	req, err := http.NewRequest(method, s.control+path, testhelp.Body(t, body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // Handler serves the control API for one account.
@@ -183,7 +184,7 @@ func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	w := cosmostest.NewLeaseWriter(req.Name, monitored, leases, format)
+	w := leasetest.NewWriter(req.Name, monitored, leases, format)
 	w.Mode = mode
 	if req.AccountHost != "" {
 		w.AccountHost = req.AccountHost
