@@ -258,7 +258,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	// The processor's first leases.
 	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
-		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "DotNetV0", "startFromNow": true,
+		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "dotnet-v0", "startFromNow": true,
 	}, http.StatusCreated, &proc)
 	if !strings.HasPrefix(proc.Prefix, "orders-processor127.0.0.1_") || !strings.HasSuffix(proc.Prefix, "_"+items.RID) || proc.Format != "dotnet-v0" || len(proc.Leases) != 4 {
 		t.Fatalf("processor %+v", proc)
@@ -375,7 +375,7 @@ func TestServeOtherKeyFormatAndLeaseDatabase(t *testing.T) {
 	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
 		"name": "p", "database": "data", "monitored": "items", "leaseDatabase": "meta", "leases": "leases",
-		"format": "javav1epk", "accountHost": "cosmos.e2e.svc",
+		"format": "JAVA-V1", "accountHost": "cosmos.e2e.svc",
 	}, http.StatusCreated, &proc)
 	if proc.Format != "java-v1" || !strings.HasPrefix(proc.Prefix, "pcosmos.e2e.svc_") || len(proc.Leases) != 2 || !strings.Contains(proc.Leases[0].Token, "-") {
 		t.Errorf("processor %+v", proc)
