@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	ours "github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	keda "github.com/kedacore/keda/v2/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -57,7 +58,7 @@ func config(srv *cosmostest.Server) *scalersconfig.ScalerConfig {
 func BenchmarkPoll(b *testing.B) {
 	for _, leases := range []int{1, 100, 1000, 10000} {
 		srv := cosmostest.NewServer()
-		if _, err := srv.LaggingLeases("orders-processor", leases, 3); err != nil {
+		if _, err := leasetest.LaggingLeases(srv.Account, "orders-processor", leases, 3); err != nil {
 			b.Fatal(err)
 		}
 		srv.SetLatency(2 * time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
@@ -84,7 +85,7 @@ func (b *syncBuffer) String() string {
 type fixture struct {
 	t       *testing.T
 	cosmos  *cosmostest.Server
-	proc    *cosmostest.LeaseWriter
+	proc    *leasetest.Writer
 	srv     *server
 	client  pb.ExternalScalerClient
 	conn    *grpc.ClientConn
@@ -109,7 +110,7 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 	t.Helper()
 	cosmos := cosmostest.NewServer()
 	t.Cleanup(cosmos.Close) // registered first: runs last
-	proc, err := cosmos.LaggingLeases("orders-processor", 4, 30)
+	proc, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 4, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

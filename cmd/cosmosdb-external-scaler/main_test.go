@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
@@ -98,7 +99,7 @@ func (l *logLines) waitFor(t *testing.T, msg string) map[string]any {
 func TestCommandServesAndStopsOnSIGTERM(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingLeases("orders-processor", 4, 30); err != nil {
+	if _, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 4, 30); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "--address", "127.0.0.1:0", "--health-address", "127.0.0.1:0", "--log-level", "debug", "--shutdown-timeout", "5s")
@@ -187,7 +188,7 @@ func TestVersionFlag(t *testing.T) {
 func TestKEDAKeysDrawNoUnmatchedPropertyWarning(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingLeases("orders-processor", 4, 30); err != nil {
+	if _, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 4, 30); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "--address", "127.0.0.1:0", "--log-level", "info", "--shutdown-timeout", "5s")

@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestMetricsOnTheHealthPort(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingLeases("orders-processor", 4, 30); err != nil {
+	if _, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 4, 30); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(connEnv, cosmos.ConnectionString())

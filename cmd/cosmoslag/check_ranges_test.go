@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // checkAgainst runs check for the test ScaledObject (minReplicaCount
@@ -56,7 +57,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 		defer srv.Close()
 		db := srv.CreateDatabase("shop")
 		data := db.CreateContainer("orders", "/pk", 4)
-		proc := cosmostest.NewLeaseWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
+		proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 		if _, err := proc.CreateLeases(true); err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 		defer srv.Close()
 		db := srv.CreateDatabase("shop")
 		data := db.CreateContainer("orders", "/pk", 2)
-		proc := cosmostest.NewLeaseWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV1)
+		proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV1)
 		tokens, err := proc.CreateLeases(true)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +131,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 	srv := cosmostest.NewServer()
 	defer srv.Close()
 	db := srv.CreateDatabase("shop")
-	proc := cosmostest.NewLeaseWriter("order-projector", db.CreateContainer("orders", "/pk", 2), db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
+	proc := leasetest.NewWriter("order-projector", db.CreateContainer("orders", "/pk", 2), db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestCheckWarnsWhenSomeLeasesWereNeverCheckpointed(t *testing.T) {
 	defer srv.Close()
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 3)
-	proc := cosmostest.NewLeaseWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
+	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

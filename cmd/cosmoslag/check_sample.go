@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // The sample account check --emulator runs against: the embedded server
@@ -37,7 +38,7 @@ func startSample(meta map[string]string) (*cosmostest.Server, error) {
 	srv := cosmostest.NewServer()
 	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(sampleBacklog))
 	leases := srv.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
-	proc := cosmostest.NewLeaseWriter(processor, data, leases, "dotnet-v0")
+	proc := leasetest.NewWriter(processor, data, leases, "dotnet-v0")
 	if err := fillSample(data, proc); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("--emulator: preparing the sample: %w", err)
@@ -45,7 +46,7 @@ func startSample(meta map[string]string) (*cosmostest.Server, error) {
 	return srv, nil
 }
 
-func fillSample(data *cosmostest.Container, proc *cosmostest.LeaseWriter) error {
+func fillSample(data *cosmostest.Container, proc *leasetest.Writer) error {
 	for _, b := range sampleBacklog {
 		if err := data.WriteItemsToRange(b.rangeID, 10); err != nil { // history before the checkpoint
 			return err

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // The simulated consumer: a change feed processor's replicas draining the
@@ -31,7 +31,7 @@ type simLease struct {
 }
 
 // writer is the lease writer of the lease's format.
-func (w *world) writer(l *simLease) *cosmostest.LeaseWriter {
+func (w *world) writer(l *simLease) *leasetest.Writer {
 	if l.epk {
 		return w.epkWriter
 	}
@@ -227,7 +227,7 @@ func (w *world) sortedLeases() []*simLease {
 func (w *world) followMerge(l *simLease) (string, error) {
 	doc, ok := w.leaseWriter.Lease(l.token)
 	if !ok {
-		return "", fmt.Errorf("lease %s: %w", l.token, cosmostest.ErrLeaseNotFound)
+		return "", fmt.Errorf("lease %s: %w", l.token, leasetest.ErrLeaseNotFound)
 	}
 	fr, _ := doc["FeedRange"].(map[string]any)
 	r, _ := fr["Range"].(map[string]any)

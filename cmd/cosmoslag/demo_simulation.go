@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // The simulated deployment: writers insert into a monitored container on the
@@ -78,7 +79,7 @@ func (c simConfig) processor() string {
 }
 
 // mode is the simulated processor's change feed mode, in the embedded
-// server's vocabulary (cosmostest.LeaseWriter.Mode).
+// server's vocabulary (leasetest.Writer.Mode).
 func (c simConfig) mode() cosmostest.ChangeFeedMode {
 	if c.AllVersionsAndDeletes {
 		return cosmostest.AllVersionsAndDeletes
@@ -91,8 +92,8 @@ type world struct {
 	rng         *rand.Rand
 	srv         *cosmostest.Server
 	data        *cosmostest.Container
-	leaseWriter *cosmostest.LeaseWriter // writes the processor's leases as the real library would
-	epkWriter   *cosmostest.LeaseWriter // the same processor's EPK (version 1) leases, after a merge
+	leaseWriter *leasetest.Writer // writes the processor's leases as the real library would
+	epkWriter   *leasetest.Writer // the same processor's EPK (version 1) leases, after a merge
 	leaseStore  *cosmostest.Container
 	feed        *feedReader // the simulated processor's change feed client
 	leases      map[string]*simLease
@@ -144,9 +145,9 @@ func newWorld(cfg simConfig) (*world, error) {
 	}
 
 	w.leaseStore = leases
-	w.leaseWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV0)
+	w.leaseWriter = leasetest.NewWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV0)
 	w.leaseWriter.Mode = cfg.mode()
-	w.epkWriter = cosmostest.NewLeaseWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV1)
+	w.epkWriter = leasetest.NewWriter(cfg.processor(), w.data, leases, cosmostest.DotNetV1)
 	w.epkWriter.Mode = cfg.mode()
 	tokens, err := w.leaseWriter.CreateLeases(true)
 	if err != nil {

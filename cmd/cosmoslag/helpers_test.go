@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // The command's test helpers, once for every test file.
@@ -34,14 +35,14 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // newShopAccount is an embedded account with database shop: container
 // orders over ranges physical ranges, container leases, and the lease
 // writer of processor order-projector in format (no lease written yet).
-func newShopAccount(t *testing.T, ranges int, format cosmostest.LeaseFormat) (*cosmostest.Server, *cosmostest.Container, *cosmostest.LeaseWriter) {
+func newShopAccount(t *testing.T, ranges int, format cosmostest.LeaseFormat) (*cosmostest.Server, *cosmostest.Container, *leasetest.Writer) {
 	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", ranges)
 	leases := db.CreateContainer("leases", "/id", 1)
-	return srv, data, cosmostest.NewLeaseWriter("order-projector", data, leases, format)
+	return srv, data, leasetest.NewWriter("order-projector", data, leases, format)
 }
 
 func assertNoSecret(t *testing.T, secret string, outputs ...string) {

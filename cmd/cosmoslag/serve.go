@@ -107,8 +107,7 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
       .lock documents, as a processor does when it first starts (201; 409 if
       it has leases already). format: dotnet-v0 (default), dotnet-v1,
       java-v0, java-v1, dotnet-v2-library, as cosmoslag prints them and
-      the reply's "format" names them (the former names DotNetV0,
-      DotNetV1EPK, JavaV0, JavaV1EPK, DotNetV2Library are still accepted).
+      the reply's "format" names them.
       leases is the lease container's id. startFromNow checkpoints every
       lease at the current LSNs; without it the leases have no continuation
       yet (a processor that has not checkpointed), and the scaler ignores

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
@@ -93,19 +94,7 @@ func startServe(t *testing.T, extra ...string) *served {
 // controlCall sends a control request; body is marshalled unless it is a string.
 func (s *served) controlCall(t *testing.T, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.control+path, rd)
+	req, err := http.NewRequest(method, s.control+path, testhelp.Body(t, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +221,7 @@ func TestServeControlAPIAndCosmosEndpoint(t *testing.T) {
 	// The processor's first leases.
 	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
-		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "DotNetV0", "startFromNow": true,
+		"name": "orders-processor", "database": "e2e", "monitored": "items", "leases": "leases", "format": "dotnet-v0", "startFromNow": true,
 	}, http.StatusCreated, &proc)
 	if !strings.HasPrefix(proc.Prefix, "orders-processor127.0.0.1_") || !strings.HasSuffix(proc.Prefix, "_"+items.RID) || proc.Format != "dotnet-v0" || len(proc.Leases) != 4 {
 		t.Fatalf("processor %+v", proc)
@@ -349,7 +338,7 @@ func TestServeOtherKeyFormatAndLeaseDatabase(t *testing.T) {
 	var proc control.Leases
 	s.controlJSON(t, http.MethodPost, "/control/processors", map[string]any{
 		"name": "p", "database": "data", "monitored": "items", "leaseDatabase": "meta", "leases": "leases",
-		"format": "javav1epk", "accountHost": "cosmos.e2e.svc",
+		"format": "JAVA-V1", "accountHost": "cosmos.e2e.svc",
 	}, http.StatusCreated, &proc)
 	if proc.Format != "java-v1" || !strings.HasPrefix(proc.Prefix, "pcosmos.e2e.svc_") || len(proc.Leases) != 2 || !strings.Contains(proc.Leases[0].Token, "-") {
 		t.Errorf("processor %+v", proc)

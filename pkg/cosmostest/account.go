@@ -3,7 +3,6 @@ package cosmostest
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +13,7 @@ import (
 
 // Account is the state of one Cosmos DB account (databases, containers,
 // items, faults, the request log) and the http.Handler that serves its REST
-// API. A Server serves one over HTTP or HTTPS; all methods are safe for
+// API (serve.go). A Server serves one over HTTP or HTTPS; all methods are safe for
 // concurrent use.
 type Account struct {
 	cfg      config
@@ -49,9 +48,6 @@ func newAccount(cfg config, keyBytes []byte) *Account {
 	}
 }
 
-// AccountName is the account id reported by GET /.
-func (a *Account) AccountName() string { return a.cfg.accountName }
-
 // Key is the base64 primary key.
 func (a *Account) Key() string { return a.cfg.key }
 
@@ -74,147 +70,28 @@ func (a *Account) SetLatency(d time.Duration) {
 	a.latency = d
 }
 
-// ServeHTTP is the single entry point: classify, record, delay, fault,
-// authorize, admit (WithPartitionMerge), route. Every request is recorded
-// before its answer is written, so a test that has received a response
-// always finds it in Requests.
-func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !a.gate.Enter() { // the server is closing
-		fault.DropConnection(w)
-		return
-	}
-	defer a.gate.Leave()
-	a.inFlight.Add(1)
-	defer a.inFlight.Add(-1)
-
-	var segBuf [8]string
-	segs := splitPath(r.URL.Path, segBuf[:0])
-	kind := classify(r, segs)
-	authorization := a.redactAuthorization(r.Header)
-	rec := Request{
-		Kind:    kind,
-		Method:  r.Method,
-		Path:    r.URL.Path,
-		RangeID: headerValue(r.Header, keyPartitionKeyRangeID),
-		Header:  r.Header,
-		At:      time.Now(),
-	}
-	a.mu.Lock()
-	latency := a.latency
-	a.mu.Unlock()
-	if !a.gate.Sleep(r.Context(), latency) {
-		a.record(rec, 0)
-		fault.DropConnection(w)
-		return
-	}
-	if rep, dropped := a.injectedReply(r, kind, rec.RangeID); dropped {
-		a.record(rec, 0)
-		fault.DropConnection(w)
-		return
-	} else if rep != nil {
-		a.record(rec, rep.status)
-		rep.write(w, r)
-		return
-	}
-	var rep *reply
-	if err := a.authorize(r, authorization); err != nil {
-		rep = errorReply(http.StatusUnauthorized, 0, "Unauthorized", err.Error())
-	} else if rep = a.refuseWithoutMergeCapability(r.Header); rep == nil {
-		rep = a.route(r, kind, segs)
-	}
-	a.record(rec, rep.status)
-	rep.write(w, r)
-}
-
-// route dispatches an authorized request to its handler by path shape.
-func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply {
-	// The account, a database, a container and the pkranges feed are read-only
-	// here; the database and container feeds are listed and take creations.
-	metadata := len(segs) == 0 || segs[0] == "dbs" && (len(segs) == 2 || (len(segs) == 4 && segs[2] == "colls") ||
-		(len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges"))
-	feed := len(segs) > 0 && segs[0] == "dbs" && (len(segs) == 1 || len(segs) == 3 && segs[2] == "colls")
-	switch {
-	case metadata && r.Method != http.MethodGet, feed && r.Method != http.MethodPost && r.Method != http.MethodGet:
-		return methodNotAllowed()
-	case feed && r.Method == http.MethodGet && len(segs) == 1:
-		return a.listDatabasesReply()
-	case feed && r.Method == http.MethodGet:
-		return a.listContainersReply(segs[1])
-	}
-	switch {
-	case len(segs) == 0:
-		return a.accountReply()
-	case segs[0] != "dbs":
-		return notFound("unknown resource " + r.URL.Path)
-	case len(segs) == 1:
-		return a.createDatabaseReply(r)
-	case len(segs) == 3 && segs[2] == "colls":
-		return a.createContainerReply(r, segs[1])
-	case len(segs) == 2:
-		return a.databaseReply(segs[1])
-	case len(segs) == 4 && segs[2] == "colls":
-		return a.containerReply(segs[1], segs[3])
-	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges":
-		return a.pkRangesReply(r, segs[1], segs[3])
-	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "docs":
-		switch kind {
-		case KindQuery:
-			return a.queryReply(r, segs[1], segs[3])
-		case KindChangeFeed:
-			return a.changeFeedReply(r, segs[1], segs[3])
-		case KindCreate:
-			return a.createReply(r, segs[1], segs[3])
-		}
-		return errorReply(http.StatusBadRequest, 0, "BadRequest",
-			"only queries, creates/upserts and incremental change feed reads are supported on a docs feed")
-	case len(segs) == 6 && segs[2] == "colls" && segs[4] == "docs":
-		switch r.Method {
-		case http.MethodGet:
-			return a.readItemReply(r, segs[1], segs[3], segs[5])
-		case http.MethodPut:
-			return a.replaceReply(r, segs[1], segs[3], segs[5])
-		case http.MethodDelete:
-			return a.deleteReply(r, segs[1], segs[3], segs[5])
-		}
-		return methodNotAllowed()
-	}
-	return notFound("unknown resource " + r.URL.Path)
-}
-
-// inContainer is the preamble every container-scoped handler shares: under
-// the account lock, find the addressed container (by id or _rid) and run
-// serve with it, or answer 404.
-func (a *Account) inContainer(dbID, collID string, serve func(c *Container) *reply) *reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c, rep := a.containerLocked(dbID, collID)
-	if rep != nil {
-		return rep
-	}
-	return serve(c)
-}
-
 // Container returns the container with that database and container id (or
 // _rid), if it exists.
 func (a *Account) Container(database, id string) (*Container, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, rep := a.containerLocked(database, id)
-	return c, rep == nil
+	c, _ := a.lookupContainerLocked(database, id)
+	return c, c != nil
 }
 
-// containerLocked finds a container by database and container id (or _rid),
-// or returns the 404 reply that names what is missing. Callers hold a.mu.
-func (a *Account) containerLocked(dbID, collID string) (*Container, *reply) {
+// lookupContainerLocked finds a container by database and container id (or
+// _rid); when there is none, missing names what does not exist. Callers hold
+// a.mu.
+func (a *Account) lookupContainerLocked(dbID, collID string) (c *Container, missing string) {
 	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
 	if !ok {
-		return nil, notFound("database " + dbID + " does not exist")
+		return nil, "database " + dbID
 	}
-	c, ok := byIDOrRID(db.containers, db.order, collID)
+	c, ok = byIDOrRID(db.containers, db.order, collID)
 	if !ok {
-		return nil, notFound("container " + collID + " does not exist")
+		return nil, "container " + collID
 	}
-	return c, nil
+	return c, ""
 }
 
 // byIDOrRID finds a resource by id, else by _rid: clients address resources

@@ -6,12 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
-// The all-versions-and-deletes (AVAD) change feed: every create, replace,
-// delete and TTL expiry of a container, each with its own LSN, as the
-// service serves it to GET …/docs with A-IM: Full-Fidelity Feed. See
+// Serving the all-versions-and-deletes (AVAD) change feed (the log itself is
+// changelog.go) to GET …/docs with A-IM: Full-Fidelity Feed. See
 // docs/avad.md for the facts and their sources.
 const (
 	aimFullFidelity = "Full-Fidelity Feed"
@@ -24,38 +22,12 @@ const (
 	hdrWireFormat      = "X-Ms-Cosmos-Changefeed-Wire-Format-Version"
 	wireFormatCurrent  = "2021-09-15"
 	hdrIfModifiedSince = "If-Modified-Since"
-
-	// changeLogRetention is how many changes a container keeps; older ones
-	// are dropped, like changes past the retention of a real container's
-	// change feed policy. It bounds a long-running server's memory.
-	changeLogRetention = 100_000
 )
-
-// Change operation types as the 2021-09-15 wire format spells them.
-const (
-	opCreate  = "create"
-	opReplace = "replace"
-	opDelete  = "delete"
-)
-
-// change is one entry of a container's change log.
-type change struct {
-	op          string
-	lsn         int64
-	previousLSN int64 // the LSN of the version this change replaced or deleted; 0 on creates
-	epk         string
-	crts        int64
-	ttlExpired  bool
-	id          string
-	pk          any            // partition key value, for a delete's metadata
-	current     map[string]any // the stored item after the change; nil on deletes
-	encoded     json.RawMessage
-}
 
 // isAllVersionsRead reports whether a change feed request asks for the
 // all-versions-and-deletes mode.
 func isAllVersionsRead(r *http.Request) bool {
-	return strings.EqualFold(headerValue(r.Header, hdrAIM), aimFullFidelity)
+	return strings.EqualFold(r.Header.Get(hdrAIM), aimFullFidelity)
 }
 
 // isChangeFeedAIM reports whether an A-IM value is a change feed mode.
@@ -63,40 +35,15 @@ func isChangeFeedAIM(v string) bool {
 	return strings.EqualFold(v, aimIncremental) || strings.EqualFold(v, aimFullFidelity)
 }
 
-// logChangeLocked appends a change. The stored item documents are never
-// changed in place (every write stores a new map), so the log shares them.
-func (c *Container) logChangeLocked(ch *change) {
-	if ch.crts == 0 {
-		ch.crts = time.Now().Unix()
-	}
-	if len(c.changes) >= changeLogRetention {
-		kept := make([]*change, len(c.changes)-changeLogRetention/2, changeLogRetention)
-		copy(kept, c.changes[changeLogRetention/2:])
-		c.changes = kept
-	}
-	c.changes = append(c.changes, ch)
-}
-
-// ExpireItem removes the item as its time to live would: the
-// all-versions-and-deletes feed shows a delete with timeToLiveExpired true.
-// Like every write it advances its range's LSN. The server has no clock for
-// TTLs: tests and demos expire items when they choose.
-func (c *Container) ExpireItem(id string) bool {
-	a := c.db.acct
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return c.removeLocked(id, true)
-}
-
 // allVersionsLocked serves an AVAD read of [lo, hi) of range pr (or of one
 // logical partition, onlyEPK), after the range headers have been checked.
 func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, lo, hi, onlyEPK string, pageSize int) *reply {
-	if v := headerValue(r.Header, hdrWireFormat); v != wireFormatCurrent {
+	if v := r.Header.Get(hdrWireFormat); v != wireFormatCurrent {
 		return badRequest("an all versions and deletes change feed read needs %s: %s, got %q", hdrWireFormat, wireFormatCurrent, v)
 	}
-	inm := headerValue(r.Header, "If-None-Match")
+	inm := r.Header.Get("If-None-Match")
 	switch {
-	case inm == "" && headerValue(r.Header, hdrIfModifiedSince) != "":
+	case inm == "" && r.Header.Get(hdrIfModifiedSince) != "":
 		return badRequest("the all versions and deletes change feed cannot start from a point in time: start from now (If-None-Match: *) or from a continuation")
 	case inm == "":
 		return badRequest("the all versions and deletes change feed cannot start from the beginning: start from now (If-None-Match: *) or from a continuation")

@@ -64,10 +64,10 @@ type acceptedAuth struct {
 }
 
 func requestDate(r *http.Request) string {
-	if date := headerValue(r.Header, hdrDate); date != "" {
+	if date := r.Header.Get(hdrDate); date != "" {
 		return date
 	}
-	return headerValue(r.Header, "Date")
+	return r.Header.Get("Date")
 }
 
 // acceptedBefore reports whether raw is the Authorization value last
@@ -152,7 +152,7 @@ func (a *Account) verifyMasterKey(r *http.Request, raw, sig string) error {
 // resource (type = the segment before it, link = the whole path); a path
 // ending in a type names a feed (type = last segment, link = its owner).
 func resourceTypeAndLink(p string) (resType, link string) {
-	segs := splitPath(p, nil)
+	segs := splitPath(p)
 	n := len(segs)
 	switch {
 	case n == 0:

@@ -94,7 +94,7 @@ func TestMasterKeyAuthorization(t *testing.T) {
 }
 
 func TestMaxClockSkewOption(t *testing.T) {
-	s := newTestServer(t, WithMaxClockSkew(time.Minute))
+	s := newTestServer(t, withMaxClockSkew(time.Minute))
 	s.CreateDatabase("db")
 	resp, raw := callAt(t, s, time.Now().Add(-2*time.Minute), http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, http.StatusUnauthorized)
@@ -103,7 +103,7 @@ func TestMaxClockSkewOption(t *testing.T) {
 func TestWithKeyAndAccountName(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	s := newTestServer(t, WithKey(key), WithAccountName("acct"))
-	if s.Key() != key || s.AccountName() != "acct" {
+	if s.Key() != key || s.cfg.accountName != "acct" {
 		t.Fatal("options not applied")
 	}
 	if want := "AccountEndpoint=" + s.URL() + ";AccountKey=" + key + ";"; s.ConnectionString() != want {
@@ -148,7 +148,7 @@ func TestAADTokensGoThroughVerifier(t *testing.T) {
 // another verb, path or date, or after the date has drifted out of the
 // allowed skew, must still fail.
 func TestAcceptedSignatureIsNotReusable(t *testing.T) {
-	s := newTestServer(t, WithMaxClockSkew(time.Minute))
+	s := newTestServer(t, withMaxClockSkew(time.Minute))
 	s.CreateDatabase("db")
 	s.CreateDatabase("other")
 	date := time.Now().UTC().Format(http.TimeFormat)

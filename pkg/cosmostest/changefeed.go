@@ -2,63 +2,11 @@ package cosmostest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-// SessionTokenForm selects how x-ms-session-token renders a range's LSN.
-type SessionTokenForm int
-
-const (
-	// SessionTokenSimple is "{range}:{lsn}", e.g. "0:12".
-	SessionTokenSimple SessionTokenForm = iota
-	// SessionTokenVersioned is "{range}:-1#{lsn}", e.g. "0:-1#12" (the default).
-	SessionTokenVersioned
-	// SessionTokenVector is the multi-region form
-	// "{range}:{version}#{globalLSN}#{region}={localLSN}#…", e.g.
-	// "0:1#12#1=10#2=9". The global LSN (second segment) is the range's LSN;
-	// the regional LSNs are lsn-2 and lsn-3 (not below 0), so a reader that
-	// takes a regional value instead of the global one gets a wrong answer.
-	SessionTokenVector
-)
-
-func (a *Account) sessionTokenLocked(r *pkRange) string {
-	switch a.sessionForm {
-	case SessionTokenSimple, SessionTokenVersioned:
-		// What the general form below builds, in one allocation.
-		var buf [64]byte
-		b := append(buf[:0], r.id...)
-		b = append(b, ':')
-		if a.sessionForm == SessionTokenVersioned {
-			b = append(b, "-1#"...)
-		}
-		return string(strconv.AppendInt(b, r.lsn, 10))
-	}
-	return r.id + ":" + formatSessionLSN(a.sessionForm, r.lsn)
-}
-
-// quotedLSN is the LSN in quotes, the etag of a change feed position and the
-// continuation of a lease (built in one allocation).
-func quotedLSN(lsn int64) string {
-	var buf [24]byte
-	b := append(buf[:0], '"')
-	b = strconv.AppendInt(b, lsn, 10)
-	return string(append(b, '"'))
-}
-
-func formatSessionLSN(f SessionTokenForm, lsn int64) string {
-	switch f {
-	case SessionTokenSimple:
-		return strconv.FormatInt(lsn, 10)
-	case SessionTokenVector:
-		return fmt.Sprintf("1#%d#1=%d#2=%d", lsn, max(lsn-2, 0), max(lsn-3, 0))
-	default:
-		return "-1#" + strconv.FormatInt(lsn, 10)
-	}
-}
 
 // changeFeedReply serves GET …/docs with A-IM: Incremental feed (or
 // Full-Fidelity Feed, allversions.go) for one physical range
@@ -84,17 +32,14 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := headerValue(r.Header, keyPartitionKeyRangeID)
+	rangeID := r.Header.Get(hdrPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
-		known, ok := c.allRanges[rangeID]
-		if !ok {
-			return notFound("partition key range " + rangeID + " does not exist")
+		var rep *reply
+		if pr, rep = addressedRangeLocked(c, rangeID); rep != nil {
+			return rep
 		}
-		if known.gone {
-			return partitionGone(rangeID)
-		}
-		pr, lo, hi = known, known.min, known.max
+		lo, hi = pr.min, pr.max
 	case hasPK:
 		onlyEPK = epkOf(pkValue)
 		pr = c.rangeForEPKLocked(onlyEPK)
@@ -103,8 +48,8 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return badRequest("a change feed read needs the %s or the %s header", hdrPartitionKeyRangeID, hdrPartitionKey)
 	}
 
-	if strings.EqualFold(headerValue(r.Header, hdrReadKeyType), "EffectivePartitionKeyRange") {
-		start, end := headerValue(r.Header, hdrStartEPK), headerValue(r.Header, hdrEndEPK)
+	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := r.Header.Get(hdrStartEPK), r.Header.Get(hdrEndEPK)
 		if end == "" || start >= end {
 			return badRequest("the EPK range [%q, %q) is empty", start, end)
 		}
@@ -117,7 +62,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
-	inm := headerValue(r.Header, "If-None-Match")
+	inm := r.Header.Get("If-None-Match")
 	var after int64
 	switch inm {
 	case "":

@@ -72,9 +72,9 @@ func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	if _, exists := byIDOrRID(db.containers, db.order, body.ID); exists {
 		return conflict("Resource with specified id or name already exists.")
@@ -87,14 +87,14 @@ func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
 // (manual) or the autoscale maximum, about 10,000 RU/s each, at least one.
 func rangesForThroughput(r *http.Request) (int, *reply) {
 	throughput := 0
-	if v := headerValue(r.Header, hdrOfferThroughput); v != "" {
+	if v := r.Header.Get(hdrOfferThroughput); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 400 {
 			return 0, badRequest("x-ms-offer-throughput must be a whole number of RU/s, at least 400, got %q", v)
 		}
 		throughput = n
 	}
-	if v := headerValue(r.Header, hdrAutopilotSettings); v != "" {
+	if v := r.Header.Get(hdrAutopilotSettings); v != "" {
 		var autoscale struct {
 			MaxThroughput int `json:"maxThroughput"`
 		}
@@ -153,9 +153,9 @@ func (a *Account) listDatabasesReply() *reply {
 func (a *Account) listContainersReply(dbID string) *reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	list := make([]map[string]any, len(db.order))
 	for i, c := range db.order {

@@ -17,7 +17,7 @@
 //	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 //	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
 //	_ = data.WriteItems("tenant-1", 10)
-//	proc := cosmostest.NewLeaseWriter("orders", data, leases, cosmostest.DotNetV0)
+//	proc := leasetest.NewWriter("orders", data, leases, cosmostest.DotNetV0)
 //	tokens, _ := proc.CreateLeases(false) // lag = every item
 //	// … point the scaler at srv.ConnectionString() …
 //
@@ -110,13 +110,14 @@
 //     range, for N requests or always; SetLatency; a request
 //     log (Requests, Count) that records every request, including faulted and
 //     unauthorized ones.
-//   - Leases: LeaseWriter writes lease documents exactly as the .NET v3
-//     (v0 and EPK v1), Java v4 (v0 and EPK v1) and .NET v2 library
-//     processors do (LeaseFormat; read in the libraries' sources, not taken
-//     from the scaler: this package imports nothing of it), with their id
-//     layouts, .info / .lock documents, timestamps and recorded change feed
-//     mode (LeaseWriter.Mode), and moves checkpoints, owners and split
-//     leases.
+//   - Leases: package leasetest (leasetest.Writer) writes lease documents
+//     exactly as the .NET v3 (v0 and EPK v1), Java v4 (v0 and EPK v1) and
+//     .NET v2 library processors do (LeaseFormat; read in the libraries'
+//     sources, not taken from the scaler: neither package imports anything
+//     of it), with their id layouts, .info / .lock documents, timestamps and
+//     recorded change feed mode, and moves checkpoints, owners and split
+//     leases. It is a client of the server: it uses only this package's
+//     exported API.
 //   - Entra ID: package entraidtest is an HTTPS OAuth2 authority whose
 //     Verifier plugs into WithTokenVerifier; its connectproxy serves it
 //     under any host name.
@@ -144,9 +145,23 @@
 //     the full set, not a delta.
 //   - Every loopback server's Host is "127.0.0.1", so processors of two servers write
 //     the same host into lease ids (the port is not part of them, as with
-//     real endpoints); set LeaseWriter.AccountHost to tell accounts apart.
+//     real endpoints); set leasetest.Writer.AccountHost to tell accounts apart.
 //   - One lock guards each server; reads scan cached id / LSN orders. That is
 //     ample for tens of thousands of items (see the benchmarks), not more.
 //   - Splits and merges are instantaneous (no 410/1007 "completing split"
 //     window unless injected as a fault).
+//
+// # Layout
+//
+// The model holds the account's state and imports no net/http: account.go
+// (the account, its databases and lookups), topology.go (databases,
+// containers, partition key ranges, splits and merges), items.go (items and
+// their LSNs), changelog.go (the all-versions-and-deletes log), session.go
+// (session tokens), epk.go, leaseformat.go (the lease formats' names). The
+// handlers translate requests into calls on the model and its answers into
+// replies: serve.go (ServeHTTP, routing, shared lookups, pkranges),
+// parse.go (headers and bodies), reply.go, auth.go, resources.go and
+// create.go (databases, containers, items), query.go, changefeed.go,
+// allversions.go, merge.go (the capability check), faults.go, requests.go
+// (the request log); server.go serves an Account over HTTP(S).
 package cosmostest

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // Estimating one lease's lag over the wire: read one item of the lease's
@@ -21,7 +22,7 @@ func Example() {
 	leases := db.CreateContainer("leases", "/id", 1)
 	_ = data.WriteItems("tenant-1", 10)
 
-	proc := cosmostest.NewLeaseWriter("orders", data, leases, cosmostest.DotNetV0)
+	proc := leasetest.NewWriter("orders", data, leases, cosmostest.DotNetV0)
 	tokens, _ := proc.CreateLeases(false)
 	_ = proc.Checkpoint(tokens[0], 4) // processed items up to LSN 4
 

@@ -104,7 +104,7 @@ func faultReply(f Fault) *reply {
 		msg = "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later (injected)"
 	}
 	rep := errorReply(f.Status, f.SubStatus, code, msg)
-	h := rep.headerMap()
+	h := rep.header
 	for k, v := range f.Header {
 		h[responseHeaderName(k)] = append([]string{}, v...)
 	}
@@ -121,7 +121,7 @@ func customReply(f Fault) *reply {
 	}
 	rep := newReply(status, chargeQuery)
 	rep.body = f.Body
-	h := rep.headerMap()
+	h := rep.header
 	for k, v := range f.Header {
 		h[responseHeaderName(k)] = append([]string{}, v...)
 	}

@@ -1,7 +1,6 @@
 package cosmostest
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 func TestMain(m *testing.M) {
@@ -24,19 +25,7 @@ func call(t testing.TB, s *Server, method, path string, hdr map[string]string, b
 
 func callAt(t testing.TB, s *Server, at time.Time, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(s.URL(), "/")+path, rd)
+	req, err := http.NewRequest(method, strings.TrimSuffix(s.URL(), "/")+path, testhelp.Body(t, body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 // Errors of item writes; the REST handlers map them to status codes.
 var (
-	ErrConflict      = errors.New("cosmostest: an item with this id already exists")
-	ErrNotFound      = errors.New("cosmostest: item not found")
-	ErrInvalidItem   = errors.New("cosmostest: invalid item")
+	errConflict      = errors.New("cosmostest: an item with this id already exists")
+	errNotFound      = errors.New("cosmostest: item not found")
+	errInvalidItem   = errors.New("cosmostest: invalid item")
 	errPKMismatch    = errors.New("the partition key in the header does not match the document's")
 	errPKUndefinable = errors.New("cannot generate distinct items for a container partitioned by /id with one partition key value")
 )
@@ -191,23 +191,23 @@ const (
 func (c *Container) writeLocked(doc map[string]any, mode writeMode) (map[string]any, error) {
 	id, ok := doc["id"].(string)
 	if !ok || id == "" {
-		return nil, fmt.Errorf("%w: the document needs a non-empty string \"id\"", ErrInvalidItem)
+		return nil, fmt.Errorf("%w: the document needs a non-empty string \"id\"", errInvalidItem)
 	}
 	if strings.ContainsAny(id, "/\\?#") {
-		return nil, fmt.Errorf("%w: the id %q contains one of the characters / \\ ? #", ErrInvalidItem, id)
+		return nil, fmt.Errorf("%w: the id %q contains one of the characters / \\ ? #", errInvalidItem, id)
 	}
 	pk := getPath(doc, c.pkPath)
 	epk := epkOf(pk)
 	old, exists := c.items[id]
 	switch {
 	case mode == writeCreate && exists:
-		return nil, fmt.Errorf("item %q: %w", id, ErrConflict)
+		return nil, fmt.Errorf("item %q: %w", id, errConflict)
 	case mode == writeReplace && !exists:
-		return nil, fmt.Errorf("item %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("item %q: %w", id, errNotFound)
 	case exists && old.epk != epk:
 		// Real containers key items by (partition key, id); this server keys
 		// them by id alone, so the same id in another partition is refused.
-		return nil, fmt.Errorf("item %q exists with another partition key value: %w", id, ErrConflict)
+		return nil, fmt.Errorf("item %q exists with another partition key value: %w", id, errConflict)
 	}
 	r := c.rangeForEPKLocked(epk)
 	r.lsn++
@@ -358,11 +358,11 @@ func setPath(doc map[string]any, path []string, v any) {
 func copyDoc(doc map[string]any) (map[string]any, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidItem, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidItem, err)
 	}
 	var out map[string]any
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidItem, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidItem, err)
 	}
 	return out, nil
 }

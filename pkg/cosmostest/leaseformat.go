@@ -1,9 +1,9 @@
 package cosmostest
 
 // LeaseFormat names the change feed processor library whose lease documents
-// a LeaseWriter writes. The values are the names cosmoslag prints for a
+// a leasetest.Writer writes. The values are the names cosmoslag prints for a
 // lease's format. This is the server's own vocabulary: it writes what each
-// library writes, as read in that library's sources (cited in leases.go),
+// library writes, as read in that library's sources (cited in leasetest/writer.go),
 // and does not take the scaler's decoder as its reference; tests that use
 // both hold the two together.
 type LeaseFormat string

@@ -20,7 +20,6 @@ import (
 // azcosmos v1.5.0 sends "1" from addDefaultHeaders (sdk_capabilities.go).
 const (
 	hdrSupportedCapabilities = "x-ms-cosmos-sdk-supportedcapabilities"
-	keySupportedCapabilities = "X-Ms-Cosmos-Sdk-Supportedcapabilities" // hdrSupportedCapabilities, canonical
 	capabilityPartitionMerge = 1 << 0
 )
 
@@ -45,7 +44,7 @@ func (a *Account) refuseWithoutMergeCapability(h http.Header) *reply {
 	if !a.cfg.partitionMerge {
 		return nil
 	}
-	raw, sent := h[keySupportedCapabilities]
+	raw, sent := h[http.CanonicalHeaderKey(hdrSupportedCapabilities)]
 	v := ""
 	if sent && len(raw) > 0 {
 		v = raw[0]

@@ -20,10 +20,8 @@ import (
 // response header map as given, because Header.Set would canonicalise them.
 // Go clients read them case-insensitively either way.
 //
-// Request headers arrive canonicalised by net/http; they are read through the
-// canonical names (key… and the canonical hdr… constants), so that
-// headerValue skips Get's canonicalisation pass. The lower-case request
-// names are also quoted in error messages.
+// Request headers are read with Header.Get; the lower-case request names
+// are also quoted in error messages.
 const (
 	hdrActivityID     = "x-ms-activity-id"
 	hdrRequestCharge  = "x-ms-request-charge"
@@ -54,40 +52,16 @@ const (
 	hdrOfferThroughput     = "X-Ms-Offer-Throughput"
 	hdrAutopilotSettings   = "X-Ms-Cosmos-Offer-Autopilot-Settings"
 	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
-
-	keyPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid" // hdrPartitionKeyRangeID, canonical
-	keyPartitionKey        = "X-Ms-Documentdb-Partitionkey"        // hdrPartitionKey, canonical
-	keyMaxItemCount        = "X-Ms-Max-Item-Count"                 // hdrMaxItemCount, canonical
-	keyContinuation        = "X-Ms-Continuation"                   // hdrContinuation, canonical
-	keyActivityID          = "X-Ms-Activity-Id"                    // hdrActivityID, canonical
 )
 
-// headerValue is h.Get(key) for a key in canonical form, without Get's
-// canonicalisation pass over the key (which scans and validates it on every
-// call). Only use it with the canonical names above (TestHeaderKeysCanonical).
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// splitPath appends the segments of p to buf: strings.Split of p without its
-// leading and trailing slashes (nothing for an empty path). With a buffer on
-// the caller's stack, the common paths split without allocating.
-func splitPath(p string, buf []string) []string {
+// splitPath is strings.Split of p without its leading and trailing slashes
+// (nothing for an empty path).
+func splitPath(p string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
-		return buf
+		return nil
 	}
-	for {
-		seg, rest, more := strings.Cut(p, "/")
-		buf = append(buf, seg)
-		if !more {
-			return buf
-		}
-		p = rest
-	}
+	return strings.Split(p, "/")
 }
 
 // classify needs the path's segments (splitPath of r.URL.Path).
@@ -110,7 +84,7 @@ func classify(r *http.Request, segs []string) RequestKind {
 			}
 			return KindCreate
 		case http.MethodGet:
-			if isChangeFeedAIM(headerValue(r.Header, hdrAIM)) {
+			if isChangeFeedAIM(r.Header.Get(hdrAIM)) {
 				return KindChangeFeed
 			}
 			return KindReadFeed
@@ -129,15 +103,15 @@ func classify(r *http.Request, segs []string) RequestKind {
 }
 
 func isQuery(r *http.Request) bool {
-	ct := strings.ToLower(headerValue(r.Header, "Content-Type"))
-	return strings.EqualFold(headerValue(r.Header, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	return strings.EqualFold(r.Header.Get(hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
 }
 
 // partitionKeyHeader parses x-ms-documentdb-partitionkey, a JSON array with
 // one value; [{}] stands for an undefined (missing) value. ok is false when
 // the header is absent.
 func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := headerValue(r.Header, keyPartitionKey)
+	raw := r.Header.Get(hdrPartitionKey)
 	if raw == "" {
 		return nil, false, nil
 	}
@@ -193,7 +167,7 @@ func readDocument(r *http.Request) (map[string]any, *reply) {
 // maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
 // size of 100; explicit values are honoured up to 1000.
 func maxItemCount(r *http.Request) (int, *reply) {
-	raw := headerValue(r.Header, keyMaxItemCount)
+	raw := r.Header.Get(hdrMaxItemCount)
 	if raw == "" {
 		return 100, nil
 	}

@@ -37,7 +37,7 @@ type queryParameter = cosmossql.Param
 const subStatusCrossPartitionQueryNotServable = 1004
 
 func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
-	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
 	}
 	body, rep := readBody(r)
@@ -57,7 +57,7 @@ func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 	var cursor queryCursor
-	if tok := headerValue(r.Header, keyContinuation); tok != "" {
+	if tok := r.Header.Get(hdrContinuation); tok != "" {
 		if cursor, err = decodeQueryContinuation(tok); err != nil {
 			return badRequest("invalid continuation token for this query")
 		}
@@ -66,7 +66,7 @@ func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 	if rep != nil {
 		return rep
 	}
-	planRequest := strings.EqualFold(headerValue(r.Header, hdrQueryPlanRequest), "true")
+	planRequest := strings.EqualFold(r.Header.Get(hdrQueryPlanRequest), "true")
 
 	return a.inContainer(dbID, collID, func(c *Container) *reply {
 		if planRequest {
@@ -81,18 +81,15 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
 	scopeRanges := c.ranges
-	switch rangeID := headerValue(r.Header, keyPartitionKeyRangeID); {
+	switch rangeID := r.Header.Get(hdrPartitionKeyRangeID); {
 	case hasPK:
 		epk := epkOf(pkValue)
 		inScope = func(it *item) bool { return it.epk == epk }
 		scopeRanges = []*pkRange{c.rangeForEPKLocked(epk)}
 	case rangeID != "":
-		pr, ok := c.allRanges[rangeID]
-		if !ok {
-			return notFound("partition key range " + rangeID + " does not exist")
-		}
-		if pr.gone {
-			return partitionGone(rangeID)
+		pr, rep := addressedRangeLocked(c, rangeID)
+		if rep != nil {
+			return rep
 		}
 		inScope = func(it *item) bool { return epkInRange(it.epk, pr.min, pr.max) }
 		scopeRanges = []*pkRange{pr}

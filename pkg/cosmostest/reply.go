@@ -2,7 +2,6 @@ package cosmostest
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,55 +22,19 @@ const (
 
 // reply is a fully computed answer. Handlers build one under the server lock;
 // it is recorded and then written without holding the lock.
-//
-// Handlers set their few response headers with set, which keeps them in
-// fields (no map, no canonicalisation); headerMap turns them into a map for
-// the rare replies that need one (faults with custom headers).
 type reply struct {
-	status  int
-	fields  [8]headerField // the first nfields are set
-	nfields int
-	header  http.Header // nil unless headerMap was called; then it holds every header
-	body    []byte
-	charge  float64
+	status int
+	header http.Header // names as given: response headers go out in lower case (parse.go)
+	body   []byte
+	charge float64
 }
 
-type headerField struct{ key, value string }
-
 func newReply(status int, charge float64) *reply {
-	return &reply{status: status, charge: charge}
+	return &reply{status: status, header: http.Header{}, charge: charge}
 }
 
 // set is Header.Set without canonicalisation: the key is written as given.
-func (rep *reply) set(key, value string) {
-	if rep.header == nil {
-		for i := range rep.fields[:rep.nfields] {
-			if rep.fields[i].key == key {
-				rep.fields[i].value = value
-				return
-			}
-		}
-		if rep.nfields < len(rep.fields) {
-			rep.fields[rep.nfields] = headerField{key, value}
-			rep.nfields++
-			return
-		}
-	}
-	rep.headerMap()[key] = []string{value}
-}
-
-// headerMap moves the headers set so far into a map and returns it; later
-// sets go to the map too.
-func (rep *reply) headerMap() http.Header {
-	if rep.header == nil {
-		rep.header = make(http.Header, rep.nfields+2)
-		for _, f := range rep.fields[:rep.nfields] {
-			rep.header[f.key] = []string{f.value}
-		}
-		rep.nfields = 0
-	}
-	return rep.header
-}
+func (rep *reply) set(key, value string) { rep.header[key] = []string{value} }
 
 func jsonReply(status int, charge float64, v any) *reply {
 	rep := newReply(status, charge)
@@ -189,73 +152,40 @@ const (
 	subStatusCompletingSplit       = 1007
 )
 
-// chargeStrings are the formatted request charges of the constant charges.
-var chargeStrings = func() map[float64]string {
-	m := map[float64]string{}
-	for _, c := range []float64{0, chargePointRead, chargeWrite, chargeQuery, chargeChangeFeed, chargeMetadata} {
-		m[c] = strconv.FormatFloat(c, 'f', -1, 64)
-	}
-	return m
-}()
-
-func formatCharge(c float64) string {
-	if s, ok := chargeStrings[c]; ok {
-		return s
-	}
-	return strconv.FormatFloat(c, 'f', -1, 64)
-}
+func formatCharge(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
 
 func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	for k, v := range rep.header {
 		h[k] = v
 	}
-	// The values of the headers set here share one allocation, as
-	// Header.Clone does; each gets a slice of capacity 1 of it.
-	vals := make([]string, 0, rep.nfields+4)
-	put := func(key, value string) {
-		vals = append(vals, value)
-		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	if h.Get(hdrContentType) == "" {
+		h.Set(hdrContentType, "application/json")
 	}
-	for _, f := range rep.fields[:rep.nfields] {
-		put(f.key, f.value)
+	if len(h[hdrRequestCharge]) == 0 || h[hdrRequestCharge][0] == "" {
+		h[hdrRequestCharge] = []string{formatCharge(rep.charge)}
 	}
-	if v := h[hdrContentType]; len(v) == 0 || v[0] == "" {
-		put(hdrContentType, "application/json")
+	id := r.Header.Get(hdrActivityID)
+	if id == "" {
+		id = newActivityID()
 	}
-	if v := h[hdrRequestCharge]; len(v) == 0 || v[0] == "" {
-		put(hdrRequestCharge, formatCharge(rep.charge))
-	}
-	if id := headerValue(r.Header, keyActivityID); id != "" {
-		put(hdrActivityID, id)
-	} else {
-		put(hdrActivityID, newActivityID())
-	}
-	if rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent {
-		put(hdrContentLength, strconv.Itoa(len(rep.body)))
+	h[hdrActivityID] = []string{id}
+	hasBody := rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent
+	if hasBody {
+		h.Set(hdrContentLength, strconv.Itoa(len(rep.body)))
 	}
 	w.WriteHeader(rep.status)
-	if rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent && r.Method != http.MethodHead {
+	if hasBody && r.Method != http.MethodHead {
 		_, _ = w.Write(rep.body)
 	}
 }
 
 // newActivityID returns a random (version 4) GUID, as the service sends in
-// x-ms-activity-id, formatted into one buffer rather than through Sprintf.
+// x-ms-activity-id.
 func newActivityID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -31,9 +31,9 @@ func (a *Account) accountReply() *reply {
 func (a *Account) databaseReply(dbID string) *reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
-	if !ok {
-		return notFound("database " + dbID + " does not exist")
+	db, rep := a.databaseLocked(dbID)
+	if rep != nil {
+		return rep
 	}
 	return jsonReply(http.StatusOK, chargeMetadata, databaseProperties(db))
 }
@@ -92,7 +92,7 @@ func containerBody(c *Container) map[string]any {
 
 func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
 	mode := writeCreate
-	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
+	if strings.EqualFold(r.Header.Get(hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
 	return a.write(r, dbID, collID, "", mode)
@@ -129,7 +129,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	id, _ := doc["id"].(string)
 	old, existed := c.items[id]
-	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && mode != writeCreate {
+	if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && mode != writeCreate {
 		if !existed || old.doc["_etag"] != ifMatch {
 			if mode == writeReplace && !existed {
 				return notFound("item " + id + " does not exist")
@@ -140,9 +140,9 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	stored, err := c.writeLocked(doc, mode)
 	switch {
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, errConflict):
 		return errorReply(http.StatusConflict, 0, "Conflict", "Entity with the specified id already exists in the system.")
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		return notFound("item " + id + " does not exist")
 	case err != nil:
 		return badRequest("%v", err)
@@ -152,7 +152,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 		status = http.StatusCreated
 	}
 	var out *reply
-	if strings.EqualFold(headerValue(r.Header, hdrPrefer), "return=minimal") {
+	if strings.EqualFold(r.Header.Get(hdrPrefer), "return=minimal") {
 		out = newReply(status, chargeWrite)
 	} else {
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
@@ -165,55 +165,51 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 
 var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments", "_lsn"}
 
-func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+// inItem is the preamble of the item handlers: the partition key header,
+// the container, and the item, 404 unless it is in that logical partition.
+func (a *Account) inItem(r *http.Request, dbID, collID, itemID string, serve func(c *Container, it *item, epk string) *reply) *reply {
 	epk, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
 	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.readItemLocked(r, c, epk, itemID) })
+	return a.inContainer(dbID, collID, func(c *Container) *reply {
+		it, ok := c.items[itemID]
+		if !ok || it.epk != epk {
+			return notFound("Entity with the specified id does not exist in the system.")
+		}
+		return serve(c, it, epk)
+	})
 }
 
-func (a *Account) readItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
-	it, ok := c.items[itemID]
-	if !ok || it.epk != epk {
-		return notFound("Entity with the specified id does not exist in the system.")
-	}
-	etag := it.doc["_etag"].(string)
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
-		out := newReply(http.StatusNotModified, chargePointRead)
+func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+		etag := it.doc["_etag"].(string)
+		if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
+			out := newReply(http.StatusNotModified, chargePointRead)
+			out.set(hdrETag, etag)
+			setContentPaths(out, c)
+			return out
+		}
+		out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
 		out.set(hdrETag, etag)
+		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 		setContentPaths(out, c)
 		return out
-	}
-	out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
-	out.set(hdrETag, etag)
-	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
-	setContentPaths(out, c)
-	return out
+	})
 }
 
 func (a *Account) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
-	epk, rep := requirePartitionKey(r)
-	if rep != nil {
-		return rep
-	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return a.deleteItemLocked(r, c, epk, itemID) })
-}
-
-func (a *Account) deleteItemLocked(r *http.Request, c *Container, epk, itemID string) *reply {
-	it, ok := c.items[itemID]
-	if !ok || it.epk != epk {
-		return notFound("Entity with the specified id does not exist in the system.")
-	}
-	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
-		return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
-			"the operation specified an etag that is different from the version available at the server")
-	}
-	c.deleteLocked(itemID)
-	out := newReply(http.StatusNoContent, chargeWrite)
-	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
-	setContentPaths(out, c)
-	return out
+	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+		if ifMatch := r.Header.Get("If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
+			return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
+				"the operation specified an etag that is different from the version available at the server")
+		}
+		c.deleteLocked(itemID)
+		out := newReply(http.StatusNoContent, chargeWrite)
+		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+		setContentPaths(out, c)
+		return out
+	})
 }
 
 // setContentPaths names the container that owns a document response, by

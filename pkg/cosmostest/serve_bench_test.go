@@ -24,11 +24,12 @@ func (d *discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func BenchmarkServeChangeFeedRead(b *testing.B) {
 	s := NewServer(WithRequestLogLimit(1000))
 	defer s.Close()
-	p, err := s.LaggingLeases("proc", 4, 3)
-	if err != nil {
-		b.Fatal(err)
+	c := s.CreateDatabase("appdb").CreateContainer("orders", "/customerId", 4)
+	for _, r := range c.Ranges() {
+		if err := c.WriteItemsToRange(r.ID, 3); err != nil {
+			b.Fatal(err)
+		}
 	}
-	c := p.Monitored
 	path := "/dbs/" + c.Database().ID() + "/colls/" + c.ID() + "/docs"
 	date := time.Now().UTC().Format(http.TimeFormat)
 	auth, err := MasterKeyAuthorization(s.Key(), http.MethodGet, path, date)

@@ -71,9 +71,9 @@ func WithTokenVerifier(v func(token string) error) Option {
 	return func(c *config) { c.tokenVerifier = v }
 }
 
-// WithMaxClockSkew sets how far x-ms-date may be from the server clock (default 15 minutes,
+// withMaxClockSkew sets how far x-ms-date may be from the server clock (default 15 minutes,
 // the window the real service allows).
-func WithMaxClockSkew(d time.Duration) Option { return func(c *config) { c.maxClockSkew = d } }
+func withMaxClockSkew(d time.Duration) Option { return func(c *config) { c.maxClockSkew = d } }
 
 // WithRequestLogLimit keeps only the most recent n requests (at least n, at
 // most 2n) in the request log, so that a long-running server (cosmoslag

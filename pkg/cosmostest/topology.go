@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -105,6 +104,9 @@ func (d *Database) ID() string { return d.id }
 // RID is the database _rid.
 func (d *Database) RID() string { return d.rid }
 
+// Account is the account the database belongs to.
+func (d *Database) Account() *Account { return d.acct }
+
 // CreateContainer returns the container with that id, creating it if needed
 // with partitionKeyPath (e.g. "/pk") and physicalRanges ranges ("0".."N-1")
 // splitting the EPK space evenly. An existing container is returned unchanged.
@@ -200,11 +202,10 @@ func (c *Container) LSN(rangeID string) int64 {
 }
 
 func (c *Container) liveRangeLocked(id string) *pkRange {
-	r, ok := c.allRanges[id]
-	if !ok || r.gone {
-		return nil
+	if r, ok := c.allRanges[id]; ok && !r.gone {
+		return r
 	}
-	return r
+	return nil
 }
 
 func (c *Container) rangeForEPKLocked(epk string) *pkRange {
@@ -294,8 +295,9 @@ func (c *Container) retireLocked(p *pkRange) {
 	}
 }
 
-// rangeByID returns any range ever created, live or gone.
-func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
+// Range returns any range the container ever had by id, live or gone (split
+// or merged away): what a processor holding a lease on it finds.
+func (c *Container) Range(id string) (r PartitionKeyRange, gone, ok bool) {
 	c.db.acct.mu.Lock()
 	defer c.db.acct.mu.Unlock()
 	pr, ok := c.allRanges[id]
@@ -303,47 +305,4 @@ func (c *Container) rangeByID(id string) (r PartitionKeyRange, gone, ok bool) {
 		return PartitionKeyRange{}, false, false
 	}
 	return pr.public(), pr.gone, true
-}
-
-// pkRangesReply lists the live physical ranges. The etag changes with every
-// split or merge; If-None-Match with the current etag answers 304. An
-// incremental (A-IM) read returns the full current set rather than a delta.
-func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return pkRangesLocked(r, c) })
-}
-
-func pkRangesLocked(r *http.Request, c *Container) *reply {
-	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if headerValue(r.Header, "If-None-Match") == etag {
-		out := newReply(http.StatusNotModified, chargeMetadata)
-		out.set(hdrETag, etag)
-		return out
-	}
-	list := make([]map[string]any, len(c.ranges))
-	for i, pr := range c.ranges {
-		parents := append([]string{}, pr.parents...)
-		list[i] = map[string]any{
-			"_rid":                    pr.rid,
-			"id":                      pr.id,
-			"_etag":                   `"` + pr.rid + `"`,
-			"minInclusive":            pr.min,
-			"maxExclusive":            pr.max,
-			"ridPrefix":               i,
-			"_self":                   "dbs/" + c.db.rid + "/colls/" + c.rid + "/pkranges/" + pr.rid + "/",
-			"throughputFraction":      1 / float64(len(c.ranges)),
-			"status":                  "online",
-			"parents":                 parents,
-			"ownedArchivalPKRangeIds": []string{},
-			"_ts":                     c.ts,
-			"_lsn":                    pr.lsn,
-		}
-	}
-	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{
-		"_rid":               c.rid,
-		"PartitionKeyRanges": list,
-		"_count":             len(list),
-	})
-	out.set(hdrETag, etag)
-	out.set(hdrItemCount, strconv.Itoa(len(list)))
-	return out
 }

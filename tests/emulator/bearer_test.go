@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -17,7 +18,7 @@ func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, dotNetV0)
+	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
+	p := leasetest.NewWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
@@ -60,7 +61,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			var srv *cosmostest.Server
 			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer() })
 			defer srv.Close()
-			if _, err := srv.LaggingLeases("orders-processor", leases, 3); err != nil {
+			if _, err := leasetest.LaggingLeases(srv.Account, "orders-processor", leases, 3); err != nil {
 				b.Fatal(err)
 			}
 			config := scalerConfig(map[string]string{

@@ -8,6 +8,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
@@ -223,7 +224,7 @@ func TestSeparateLeaseAccount(t *testing.T) {
 	leaseServer := cosmostest.NewServer(cosmostest.WithAccountName("leaseaccount"))
 	t.Cleanup(leaseServer.Close)
 	leaseContainer := leaseServer.CreateDatabase("meta").CreateContainer("leases", "/id", 1)
-	p := cosmostest.NewLeaseWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
+	p := leasetest.NewWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -155,7 +156,7 @@ func routedEnv(t *testing.T, host, leaseHost string, opts ...cosmostest.Option) 
 	routeHost(t, host, srv.Account)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 1), leases: db.CreateContainer("leases", "/id", 1)}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, dotNetV0)
+	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)
 	env.processor.AccountHost = leaseHost
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -21,7 +22,7 @@ import (
 type functionsEnv struct {
 	server                 *cosmostest.Server
 	orders, payments       *cosmostest.Container
-	app, prefixed, another *cosmostest.LeaseWriter
+	app, prefixed, another *leasetest.Writer
 	appTokens              []string
 }
 
@@ -32,10 +33,10 @@ func newFunctionsEnv(t *testing.T, format leaseFormat) *functionsEnv {
 	db := srv.CreateDatabase("appdb")
 	e := &functionsEnv{server: srv, orders: db.CreateContainer("orders", "/customerId", 2), payments: db.CreateContainer("payments", "/customerId", 1)}
 	leases := db.CreateContainer("leases", "/id", 1)
-	e.app = cosmostest.NewLeaseWriter("", e.orders, leases, format)
-	e.prefixed = cosmostest.NewLeaseWriter("orders-processor", e.orders, leases, format)
-	e.another = cosmostest.NewLeaseWriter("", e.payments, leases, format)
-	for _, w := range []*cosmostest.LeaseWriter{e.app, e.prefixed, e.another} {
+	e.app = leasetest.NewWriter("", e.orders, leases, format)
+	e.prefixed = leasetest.NewWriter("orders-processor", e.orders, leases, format)
+	e.another = leasetest.NewWriter("", e.payments, leases, format)
+	for _, w := range []*leasetest.Writer{e.app, e.prefixed, e.another} {
 		tokens, err := w.CreateLeases(true)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -25,7 +26,7 @@ type cosmosEnv struct {
 	server    *cosmostest.Server
 	monitored *cosmostest.Container
 	leases    *cosmostest.Container
-	processor *cosmostest.LeaseWriter
+	processor *leasetest.Writer
 	tokens    []string
 }
 
@@ -45,7 +46,7 @@ func newCosmosEnvInMode(t *testing.T, ranges int, format leaseFormat, mode chang
 		monitored: db.CreateContainer("orders", "/customerId", ranges),
 		leases:    db.CreateContainer("leases", "/id", 1),
 	}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, format)
+	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, format)
 	env.processor.Mode = mode
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {

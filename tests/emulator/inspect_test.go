@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -19,7 +20,7 @@ func TestObservedScalerReportsEachEstimate(t *testing.T) {
 	var closeOnce sync.Once
 	closeServer := func() { closeOnce.Do(srv.Close) }
 	t.Cleanup(closeServer)
-	if _, err := srv.LaggingLeases("orders-processor", 3, 40); err != nil {
+	if _, err := leasetest.LaggingLeases(srv.Account, "orders-processor", 3, 40); err != nil {
 		t.Fatal(err)
 	}
 	metadata := map[string]string{

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // Each writer's lease format yields the same estimate for the same backlog.
@@ -138,12 +139,12 @@ func TestCountsOnlyThisProcessorsLeases(t *testing.T) {
 	if err := other.WriteItemsToRange("0", 500); err != nil {
 		t.Fatal(err)
 	}
-	strangers := []*cosmostest.LeaseWriter{
-		cosmostest.NewLeaseWriter("orders-processor-v2", env.monitored, env.leases, dotNetV0),
-		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, dotNetV0),
-		cosmostest.NewLeaseWriter("orders-processor", other, env.leases, javaV0),
+	strangers := []*leasetest.Writer{
+		leasetest.NewWriter("orders-processor-v2", env.monitored, env.leases, dotNetV0),
+		leasetest.NewWriter("orders-processor", other, env.leases, dotNetV0),
+		leasetest.NewWriter("orders-processor", other, env.leases, javaV0),
 	}
-	otherAccount := cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, dotNetV1)
+	otherAccount := leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV1)
 	otherAccount.AccountHost = "someoneelse.documents.azure.com"
 	strangers = append(strangers, otherAccount)
 	for _, p := range strangers {

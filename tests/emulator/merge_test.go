@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -25,7 +26,7 @@ func newMergeEnv(t *testing.T, ranges int, format leaseFormat) *cosmosEnv {
 		monitored: db.CreateContainer("orders", "/customerId", ranges),
 		leases:    db.CreateContainer("leases", "/id", 1),
 	}
-	env.processor = cosmostest.NewLeaseWriter("orders-processor", env.monitored, env.leases, format)
+	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, format)
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatalf("create leases: %v", err)

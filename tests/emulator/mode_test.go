@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // setLeaseMode rewrites the "Mode" a .NET lease records.
@@ -109,7 +110,7 @@ func TestAllVersionsCountsIntermediateVersions(t *testing.T) {
 // container); each processor's leases are read in its own mode.
 func TestMixedModeProcessorsOnOneLeaseContainer(t *testing.T) {
 	env := newCosmosEnvInMode(t, 2, dotNetV0, latestVersion)
-	avad := cosmostest.NewLeaseWriter("audit-processor", env.monitored, env.leases, javaV1)
+	avad := leasetest.NewWriter("audit-processor", env.monitored, env.leases, javaV1)
 	avad.Mode = allVersionsAndDeletes
 	avadTokens, err := avad.CreateLeases(true)
 	if err != nil {

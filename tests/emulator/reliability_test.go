@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -216,7 +217,7 @@ func TestTenThousandLeases(t *testing.T) {
 	}
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
-	p, err := srv.LaggingLeases("orders-processor", 10000, 1)
+	p, err := leasetest.LaggingLeases(srv.Account, "orders-processor", 10000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

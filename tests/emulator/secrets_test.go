@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -17,7 +18,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Cleanup(srv.Close)
 	db := srv.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", 2)
-	p := cosmostest.NewLeaseWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), dotNetV0)
+	p := leasetest.NewWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), dotNetV0)
 	if _, err := p.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}

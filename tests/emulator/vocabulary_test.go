@@ -1,9 +1,9 @@
 package emulator
 
-// The embedded server's vocabulary for the lease formats its LeaseWriter
+// The embedded server's vocabulary for the lease formats leasetest.Writer
 // writes and the change feed mode of a processor, in one place: the
 // scaler's own names for them are strings and a bool (azure.CosmosDBLease),
-// which the tests compare against.
+// which the tests compare against (scalerFormatOf, writer_mapping_test.go).
 
 import "github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 
@@ -23,5 +23,5 @@ const (
 	allVersionsAndDeletes = cosmostest.AllVersionsAndDeletes
 )
 
-// leaseFormats is every format a LeaseWriter writes.
+// leaseFormats is every format leasetest.Writer writes.
 var leaseFormats = []leaseFormat{dotNetV0, dotNetV1, javaV0, javaV1, dotNetV2Library}

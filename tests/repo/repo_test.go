@@ -165,7 +165,8 @@ func TestInTreePatchCarriesAKEDAReleaseNote(t *testing.T) {
 // v2.21.0" section naming every difference a user can see, and the README
 // links to the page's section.
 func TestUpgradingFromKEDA2210IsDocumented(t *testing.T) {
-	differences := []string{"100", "EPK", "Java v1", "never checkpointed", "throttl", "partial total", "trigger metadata", "metric name"}
+	differences := []string{"100", "EPK", "Java v1", "never checkpointed", "throttl", "partial total", "trigger metadata", "metric name",
+		"merge", "x-ms-cosmos-sdk-supportedcapabilities: 1", "HTTPS"}
 	for _, file := range []string{"docs/azure-cosmosdb.md", "README.md"} {
 		text := readRepoFile(t, file)
 		start := strings.Index(text, "Upgrading from KEDA v2.21.0\n")

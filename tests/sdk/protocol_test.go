@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
@@ -53,7 +54,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	if err := orders.WriteItemsToRange(physical.ID, 20); err != nil {
 		t.Fatal(err)
 	}
-	proc := cosmostest.NewLeaseWriter("orders-proc", orders, leases, cosmostest.DotNetV0)
+	proc := leasetest.NewWriter("orders-proc", orders, leases, cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	ours "github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	keda "github.com/kedacore/keda/v2/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -138,7 +139,7 @@ func scalerConfig(md, resolvedEnv map[string]string) *scalersconfig.ScalerConfig
 func TestKEDAClientGetsTheInTreeEstimate(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	proc, err := cosmos.LaggingLeases("orders-processor", 4, 30)
+	proc, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 4, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestKEDAClientGetsTheInTreeEstimate(t *testing.T) {
 func TestKEDAPushScaler(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingLeases("orders-processor", 2, 5); err != nil {
+	if _, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 2, 5); err != nil {
 		t.Fatal(err)
 	}
 	addr := startServer(t, "COSMOS_CONNECTION="+cosmos.ConnectionString())
@@ -246,7 +247,7 @@ func TestKEDAPushScaler(t *testing.T) {
 func TestKEDARewritesFromEnvMetadata(t *testing.T) {
 	cosmos := cosmostest.NewServer()
 	defer cosmos.Close()
-	if _, err := cosmos.LaggingLeases("orders-processor", 1, 1); err != nil {
+	if _, err := leasetest.LaggingLeases(cosmos.Account, "orders-processor", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	secret := cosmos.ConnectionString()

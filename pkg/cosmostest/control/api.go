@@ -75,8 +75,7 @@ type Range struct {
 // processor does when it first starts. Format is a lease format as
 // cosmoslag prints it (dotnet-v0, dotnet-v1, java-v0, java-v1,
 // dotnet-v2-library: cosmostest.LeaseFormat), case-insensitive; default
-// dotnet-v0. The former names DotNetV0, DotNetV1EPK, JavaV0, JavaV1EPK and
-// DotNetV2Library are still accepted; answers use only the first.
+// dotnet-v0; answers name it the same way.
 // StartFromNow checkpoints at the current LSNs; otherwise the lag is every
 // item. LeaseDatabase defaults to Database, AccountHost to the endpoint's
 // host. Name is required in the request body; an empty name ("name": "",

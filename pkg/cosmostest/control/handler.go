@@ -13,6 +13,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // Handler serves the control API for one account.
@@ -183,7 +184,7 @@ func (h *Handler) createLeases(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	w := cosmostest.NewLeaseWriter(req.Name, monitored, leases, format)
+	w := leasetest.NewWriter(req.Name, monitored, leases, format)
 	w.Mode = mode
 	if req.AccountHost != "" {
 		w.AccountHost = req.AccountHost
@@ -311,25 +312,13 @@ func checkResourceIDs(fieldsAndValues ...string) error {
 	return nil
 }
 
-// legacyFormatNames are the control API's former names of the lease
-// formats, still accepted in requests. Answers and errors name a format
-// only by its cosmostest.LeaseFormat value (dotnet-v0, java-v1, …), the
-// name cosmoslag prints: one name per format.
-var legacyFormatNames = map[cosmostest.LeaseFormat]string{
-	cosmostest.DotNetV0:        "DotNetV0",
-	cosmostest.DotNetV1:        "DotNetV1EPK",
-	cosmostest.JavaV0:          "JavaV0",
-	cosmostest.JavaV1:          "JavaV1EPK",
-	cosmostest.DotNetV2Library: "DotNetV2Library",
-}
-
 func parseFormat(s string) (cosmostest.LeaseFormat, error) {
 	if s == "" {
 		return cosmostest.DotNetV0, nil
 	}
 	names := make([]string, len(cosmostest.LeaseFormats))
 	for i, f := range cosmostest.LeaseFormats {
-		if strings.EqualFold(s, string(f)) || strings.EqualFold(s, legacyFormatNames[f]) {
+		if strings.EqualFold(s, string(f)) {
 			return f, nil
 		}
 		names[i] = string(f)

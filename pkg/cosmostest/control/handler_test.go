@@ -42,9 +42,7 @@ func setUp(t *testing.T, c *control.Client, ranges int) {
 }
 
 // The control API answers with the lease format names cosmoslag prints
-// (the cosmostest.LeaseFormat values), the names it accepts, whichever
-// name the request used: the former names (DotNetV1EPK, …) are still
-// accepted.
+// (the cosmostest.LeaseFormat values), the only names it accepts.
 func TestLeasesAnswerWithTheFormatNamesTheyAccept(t *testing.T) {
 	for _, tc := range []struct {
 		format, answered string
@@ -52,12 +50,9 @@ func TestLeasesAnswerWithTheFormatNamesTheyAccept(t *testing.T) {
 	}{
 		{"", "dotnet-v0", false},
 		{string(cosmostest.DotNetV0), "dotnet-v0", false},
-		{"DotNetV1EPK", "dotnet-v1", true},
 		{string(cosmostest.DotNetV1), "dotnet-v1", true},
 		{"JAVA-V0", "java-v0", false},
-		{"javav1epk", "java-v1", true},
 		{string(cosmostest.JavaV1), "java-v1", true},
-		{"DotNetV2Library", "dotnet-v2-library", false},
 		{string(cosmostest.DotNetV2Library), "dotnet-v2-library", false},
 	} {
 		t.Run(tc.format, func(t *testing.T) {

@@ -1,4 +1,8 @@
-package cosmostest
+// Package leasetest writes lease documents as the change feed processors
+// do, into containers of a cosmostest server: the client side of a lease
+// container, kept out of the server. It reaches the server only through its
+// exported API (Container, Database, Account, PartitionKeyRange).
+package leasetest
 
 import (
 	"encoding/base64"
@@ -8,12 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
-// LeaseWriter writes the lease documents a change feed processor of one
-// library (Format) keeps in its lease container for a monitored container:
-// DotNetV0 and DotNetV1 as the .NET v3 SDK and the Azure Functions trigger
-// write them, JavaV0 and JavaV1 as the Java v4 SDK does, DotNetV2Library as
+// Writer writes the lease documents a change feed processor of one library
+// (Format, a cosmostest.LeaseFormat) keeps in its lease container for a
+// monitored container: DotNetV0 and DotNetV1 as the .NET v3 SDK and the
+// Azure Functions trigger write them, JavaV0 and JavaV1 as the Java v4 SDK does, DotNetV2Library as
 // the .NET change feed processor library (v2) does, each with its id layout
 // and .info / .lock documents.
 //
@@ -21,22 +27,32 @@ import (
 // each writes, the continuation's encoding, the timestamp's form):
 //   - .NET v3: Microsoft.Azure.Cosmos/src/ChangeFeedProcessor/LeaseManagement/
 //     DocumentServiceLeaseCore.cs (v0), DocumentServiceLeaseCoreEpk.cs (v1),
-//     DocumentServiceLeaseManagerCosmos.cs (LeaseToken, FeedRange and Mode
-//     on creation) in Azure/azure-cosmos-dotnet-v3;
+//     DocumentServiceLeaseVersion.cs (version 0 and 1),
+//     DocumentServiceLeaseManagerCosmos.cs (LeaseToken, FeedRange and Mode,
+//     the A-IM value, on creation; "partitionKey" the lease id, as
+//     Util/ConfigurationManager.cs has it by default) and
+//     Serializer/FeedRange/FeedRangeInternalConverter.cs (FeedRange as
+//     {"Range": {"min", "max"}}) in Azure/azure-cosmos-dotnet-v3;
 //   - Java v4: sdk/cosmos/azure-cosmos/src/main/java/com/azure/cosmos/
-//     implementation/changefeed/ServiceItemLease.java (v0) and
+//     implementation/changefeed/pkversion/ServiceItemLease.java (v0; in
+//     changefeed/ServiceItemLease.java in older releases) and
 //     epkversion/ServiceItemLeaseV1.java (v1), whose serializers write
-//     exactly the fields below, and common/ChangeFeedState.java (the
-//     continuation) in Azure/azure-sdk-for-java;
+//     exactly the fields below; common/ChangeFeedState.java and
+//     ChangeFeedStateV1.java (the continuation), feedranges/
+//     FeedRangeCompositeContinuationImpl.java, query/
+//     CompositeContinuationToken.java and routing/Range.java (its ranges,
+//     with isMinInclusive and isMaxInclusive), Constants.java (the state's
+//     property names) in Azure/azure-sdk-for-java;
 //   - .NET v2 library: src/DocumentDB.ChangeFeedProcessor/LeaseManagement/
-//     DocumentServiceLease.cs in Azure/azure-documentdb-changefeedprocessor-dotnet.
+//     DocumentServiceLease.cs in Azure/azure-documentdb-changefeedprocessor-dotnet
+//     (PartitionId, and gremlincompatid, a copy of the id).
 //
 // Lease documents start unowned (Owner null). CreateLeases(false) writes the
 // state of a processor that has created its leases but not checkpointed yet:
 // ContinuationToken is JSON null, which real processors treat as "read from
 // the beginning" (no If-None-Match), so the lag is every item of the range.
 // CreateLeases(true) checkpoints each lease at the range's current LSN.
-type LeaseWriter struct {
+type Writer struct {
 	// Name is the processor name the lease ids start with; "" is a
 	// processor without a prefix, as an Azure Functions Cosmos DB trigger
 	// without LeaseContainerPrefix writes them (Functions v4 with the .NET
@@ -44,46 +60,46 @@ type LeaseWriter struct {
 	// DotNetV2Library): ids "{AccountHost}_{dbRid}_{collRid}..{token}" and
 	// the same ".info" / ".lock" documents.
 	Name        string
-	AccountHost string     // host written into lease ids; defaults to the monitored server's Host()
-	Monitored   *Container // the data container
-	Leases      *Container // the lease container, partitioned by /id or /partitionKey
-	Format      LeaseFormat
+	AccountHost string                // host written into lease ids; defaults to the monitored server's Host()
+	Monitored   *cosmostest.Container // the data container
+	Leases      *cosmostest.Container // the lease container, partitioned by /id or /partitionKey
+	Format      cosmostest.LeaseFormat
 	// Mode is the processor's change feed mode, recorded as its library
 	// records it: .NET "Mode" ("Incremental Feed" / "Full-Fidelity Feed"),
 	// Java EPK state ("INCREMENTAL" / "FULL_FIDELITY", starting from NOW).
 	// Formats without LeaseFormat.HasAllVersionsAndDeletes refuse
 	// AllVersionsAndDeletes.
-	Mode ChangeFeedMode
+	Mode cosmostest.ChangeFeedMode
 }
 
-// NewLeaseWriter describes the leases of a processor of the given format;
-// name may be empty (see LeaseWriter.Name).
-func NewLeaseWriter(name string, monitored, leases *Container, format LeaseFormat) *LeaseWriter {
-	return &LeaseWriter{Name: name, AccountHost: monitored.db.acct.Host(), Monitored: monitored, Leases: leases, Format: format}
+// NewWriter describes the leases of a processor of the given format;
+// name may be empty (see Writer.Name).
+func NewWriter(name string, monitored, leases *cosmostest.Container, format cosmostest.LeaseFormat) *Writer {
+	return &Writer{Name: name, AccountHost: monitored.Database().Account().Host(), Monitored: monitored, Leases: leases, Format: format}
 }
 
 // Prefix is "{Name}{AccountHost}_{dbRid}_{collRid}", or with the database
 // and container ids instead of RIDs for JavaV0.
-func (p *LeaseWriter) Prefix() string {
-	db, coll := p.Monitored.db.rid, p.Monitored.rid
-	if p.Format == JavaV0 {
-		db, coll = p.Monitored.db.id, p.Monitored.id
+func (p *Writer) Prefix() string {
+	db, coll := p.Monitored.Database().RID(), p.Monitored.RID()
+	if p.Format == cosmostest.JavaV0 {
+		db, coll = p.Monitored.Database().ID(), p.Monitored.ID()
 	}
 	return p.Name + p.AccountHost + "_" + db + "_" + coll
 }
 
 // LeaseID is "{Prefix}..{token}".
-func (p *LeaseWriter) LeaseID(token string) string { return p.Prefix() + ".." + token }
+func (p *Writer) LeaseID(token string) string { return p.Prefix() + ".." + token }
 
-// ErrLeaseNotFound is returned when the writer has no lease with that token.
-var ErrLeaseNotFound = errors.New("cosmostest: lease not found")
+// ErrLeaseNotFound: the writer has no lease with that token.
+var ErrLeaseNotFound = errors.New("leasetest: lease not found")
 
 // CreateLeases writes one lease per live physical range of the monitored
 // container plus the "{prefix}.info" and "{prefix}.lock" bookkeeping
 // documents, and returns the lease tokens: range ids for DotNetV0, JavaV0
-// and DotNetV2Library, "{min}-{max}" for the EPK formats. See LeaseWriter for
+// and DotNetV2Library, "{min}-{max}" for the EPK formats. See Writer for
 // what the continuation holds.
-func (p *LeaseWriter) CreateLeases(startFromNow bool) ([]string, error) {
+func (p *Writer) CreateLeases(startFromNow bool) ([]string, error) {
 	ranges := p.Monitored.Ranges()
 	tokens := make([]string, 0, len(ranges))
 	for _, r := range ranges {
@@ -111,16 +127,16 @@ func (p *LeaseWriter) CreateLeases(startFromNow bool) ([]string, error) {
 }
 
 // Lease returns the stored lease document.
-func (p *LeaseWriter) Lease(token string) (map[string]any, bool) {
+func (p *Writer) Lease(token string) (map[string]any, bool) {
 	return p.Leases.Get(p.LeaseID(token))
 }
 
 // Checkpoint sets the lease's continuation to lsn in the format's encoding.
-func (p *LeaseWriter) Checkpoint(token string, lsn int64) error {
+func (p *Writer) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
-		if p.Format == JavaV1 {
+		if p.Format == cosmostest.JavaV1 {
 			lower, upper := p.leaseRange(doc)
-			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.rid, lower, upper, lsn, p.Mode)
+			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.RID(), lower, upper, lsn, p.Mode)
 		} else {
 			doc["ContinuationToken"] = quotedLSN(lsn)
 		}
@@ -131,7 +147,7 @@ func (p *LeaseWriter) Checkpoint(token string, lsn int64) error {
 // CatchUp checkpoints the lease at the current LSN of its range, so its lag
 // is zero. For EPK leases that is the live range containing the lease's EPK
 // range; a lease spanning several ranges (stale after a split) is an error.
-func (p *LeaseWriter) CatchUp(token string) error {
+func (p *Writer) CatchUp(token string) error {
 	lsn, err := p.currentLSN(token)
 	if err != nil {
 		return err
@@ -140,7 +156,7 @@ func (p *LeaseWriter) CatchUp(token string) error {
 }
 
 // SetOwner sets the lease owner ("" = unowned, written as null).
-func (p *LeaseWriter) SetOwner(token, owner string) error {
+func (p *Writer) SetOwner(token, owner string) error {
 	return p.update(token, func(doc map[string]any) error {
 		if owner == "" {
 			doc["Owner"] = nil
@@ -158,7 +174,7 @@ func (p *LeaseWriter) SetOwner(token, owner string) error {
 // formats they are the parent's EPK range cut at the live range bounds.
 // Range-id leases whose range was merged are refused: real processors then
 // switch to EPK leases, which this helper does not model.
-func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
+func (p *Writer) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	doc, ok := p.Lease(parentToken)
 	if !ok {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, ErrLeaseNotFound)
@@ -171,9 +187,9 @@ func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	if p.Format.EPK() {
 		lower, upper = p.leaseRange(doc)
 	} else {
-		r, gone, ok := p.Monitored.rangeByID(parentToken)
+		r, gone, ok := p.Monitored.Range(parentToken)
 		if !ok {
-			return nil, fmt.Errorf("replace lease %q after split: range %w", parentToken, ErrRangeNotFound)
+			return nil, fmt.Errorf("replace lease %q after split: range %w", parentToken, cosmostest.ErrRangeNotFound)
 		}
 		if !gone {
 			return nil, fmt.Errorf("replace lease %q after split: range %s is still live", parentToken, parentToken)
@@ -210,11 +226,11 @@ func (p *LeaseWriter) ReplaceAfterSplit(parentToken string) ([]string, error) {
 	return tokens, nil
 }
 
-func (p *LeaseWriter) currentLSN(token string) (int64, error) {
+func (p *Writer) currentLSN(token string) (int64, error) {
 	if !p.Format.EPK() {
 		lsn := p.Monitored.LSN(token)
 		if lsn < 0 {
-			return 0, fmt.Errorf("lease %q: range %w", token, ErrRangeNotFound)
+			return 0, fmt.Errorf("lease %q: range %w", token, cosmostest.ErrRangeNotFound)
 		}
 		return lsn, nil
 	}
@@ -230,7 +246,7 @@ func (p *LeaseWriter) currentLSN(token string) (int64, error) {
 	return 0, fmt.Errorf("lease %q spans more than one physical range", token)
 }
 
-func (p *LeaseWriter) update(token string, change func(map[string]any) error) error {
+func (p *Writer) update(token string, change func(map[string]any) error) error {
 	doc, ok := p.Lease(token)
 	if !ok {
 		return fmt.Errorf("lease %q of processor %q: %w", token, p.Name, ErrLeaseNotFound)
@@ -244,18 +260,18 @@ func (p *LeaseWriter) update(token string, change func(map[string]any) error) er
 
 // writeLease writes a fresh lease document in the processor's format;
 // cont nil means "no checkpoint yet".
-func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner string) error {
+func (p *Writer) writeLease(token, min, max string, cont *int64, owner string) error {
 	var ownerVal any
 	if owner != "" {
 		ownerVal = owner
 	}
-	if p.Mode == AllVersionsAndDeletes && !p.Format.HasAllVersionsAndDeletes() {
+	if p.Mode == cosmostest.AllVersionsAndDeletes && !p.Format.HasAllVersionsAndDeletes() {
 		return fmt.Errorf("%v leases have no all-versions-and-deletes mode", p.Format)
 	}
 	var contVal any
 	if cont != nil {
-		if p.Format == JavaV1 {
-			contVal = javaContinuationToken(p.Monitored.rid, min, max, *cont, p.Mode)
+		if p.Format == cosmostest.JavaV1 {
+			contVal = javaContinuationToken(p.Monitored.RID(), min, max, *cont, p.Mode)
 		} else {
 			contVal = quotedLSN(*cont)
 		}
@@ -268,29 +284,30 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 	}
 	dotNetRange := map[string]any{"Range": map[string]any{"min": min, "max": max}}
 	switch p.Format {
-	case DotNetV0, DotNetV1:
+	case cosmostest.DotNetV0, cosmostest.DotNetV1:
 		version := 0
-		if p.Format == DotNetV1 {
+		if p.Format == cosmostest.DotNetV1 {
 			version = 1
 		}
 		doc["version"] = version
 		doc["LeaseToken"] = token
 		doc["FeedRange"] = dotNetRange
 		doc["properties"] = map[string]any{}
-		doc["Mode"] = "Incremental Feed"
-		if p.Mode == AllVersionsAndDeletes {
-			doc["Mode"] = aimFullFidelity
+		doc["Mode"] = dotNetIncremental
+		if p.Mode == cosmostest.AllVersionsAndDeletes {
+			doc["Mode"] = dotNetFullFidelity
 		}
-	case JavaV0:
+	case cosmostest.JavaV0:
 		doc["LeaseToken"] = token
-	case JavaV1:
+	case cosmostest.JavaV1:
 		doc["LeaseToken"] = token
 		doc["version"] = 1
 		doc["feedRange"] = map[string]any{"Range": map[string]any{
 			"min": min, "max": max, "isMinInclusive": true, "isMaxInclusive": false,
 		}}
-	case DotNetV2Library:
+	case cosmostest.DotNetV2Library:
 		doc["PartitionId"] = token
+		doc["gremlincompatid"] = doc["id"]
 		doc["properties"] = map[string]any{}
 	default:
 		return fmt.Errorf("unknown lease format %v", p.Format)
@@ -301,13 +318,13 @@ func (p *LeaseWriter) writeLease(token, min, max string, cont *int64, owner stri
 // upsert writes a document to the lease container, adding the partitionKey
 // field when the container is partitioned by /partitionKey (real processors
 // then set it to the id).
-func (p *LeaseWriter) upsert(doc map[string]any) error {
-	switch p.Leases.pkRaw {
+func (p *Writer) upsert(doc map[string]any) error {
+	switch p.Leases.PartitionKeyPath() {
 	case "/id":
 	case "/partitionKey":
 		doc["partitionKey"] = doc["id"]
 	default:
-		return fmt.Errorf("lease container %s is partitioned by %s; processors need /id or /partitionKey", p.Leases.id, p.Leases.pkRaw)
+		return fmt.Errorf("lease container %s is partitioned by %s; processors need /id or /partitionKey", p.Leases.ID(), p.Leases.PartitionKeyPath())
 	}
 	if _, err := p.Leases.Upsert(doc); err != nil {
 		return fmt.Errorf("write lease document %v: %w", doc["id"], err)
@@ -316,9 +333,9 @@ func (p *LeaseWriter) upsert(doc map[string]any) error {
 }
 
 // leaseRange reads the EPK range of a lease document.
-func (p *LeaseWriter) leaseRange(doc map[string]any) (lower, upper string) {
+func (p *Writer) leaseRange(doc map[string]any) (lower, upper string) {
 	key := "FeedRange"
-	if p.Format == JavaV1 {
+	if p.Format == cosmostest.JavaV1 {
 		key = "feedRange"
 	}
 	fr, _ := doc[key].(map[string]any)
@@ -329,12 +346,12 @@ func (p *LeaseWriter) leaseRange(doc map[string]any) (lower, upper string) {
 }
 
 // continuationLSN decodes the checkpoint of a lease document (nil = none).
-func (p *LeaseWriter) continuationLSN(doc map[string]any) (*int64, error) {
+func (p *Writer) continuationLSN(doc map[string]any) (*int64, error) {
 	raw, _ := doc["ContinuationToken"].(string)
 	if raw == "" {
 		return nil, nil
 	}
-	if p.Format == JavaV1 {
+	if p.Format == cosmostest.JavaV1 {
 		b, err := javaStateEncoding.DecodeString(raw)
 		if err != nil {
 			return nil, fmt.Errorf("decode Java continuation: %w", err)
@@ -377,15 +394,19 @@ type javaCompositeItem struct {
 	Range javaRange `json:"range"`
 }
 
+// javaRange is routing/Range.java as the state holds it: min inclusive,
+// max exclusive, both flags written.
 type javaRange struct {
-	Min string `json:"min"`
-	Max string `json:"max"`
+	Min            string `json:"min"`
+	Max            string `json:"max"`
+	IsMinInclusive bool   `json:"isMinInclusive"`
+	IsMaxInclusive bool   `json:"isMaxInclusive"`
 }
 
-func javaContinuationToken(collRID, min, max string, lsn int64, mode ChangeFeedMode) string {
-	r := javaRange{Min: min, Max: max}
+func javaContinuationToken(collRID, min, max string, lsn int64, mode cosmostest.ChangeFeedMode) string {
+	r := javaRange{Min: min, Max: max, IsMinInclusive: true}
 	javaMode, startFrom := "INCREMENTAL", "BEGINNING"
-	if mode == AllVersionsAndDeletes {
+	if mode == cosmostest.AllVersionsAndDeletes {
 		// Java's all-versions-and-deletes processor can only start from now.
 		javaMode, startFrom = "FULL_FIDELITY", "NOW"
 	}
@@ -414,10 +435,10 @@ var javaStateEncoding = base64.URLEncoding
 //     ("2026-06-28T14:42:40.403196Z[UTC]", ServiceItemLease and
 //     ServiceItemLeaseV1 constructors) and, on every update, sets
 //     Instant.toString() ("2026-06-28T14:42:40.403196Z", setTimestamp(Instant)).
-func (p *LeaseWriter) timestamp(t time.Time, updated bool) string {
+func (p *Writer) timestamp(t time.Time, updated bool) string {
 	t = t.UTC()
 	switch {
-	case p.Format != JavaV0 && p.Format != JavaV1:
+	case p.Format != cosmostest.JavaV0 && p.Format != cosmostest.JavaV1:
 		return t.Format("2006-01-02T15:04:05.9999999Z")
 	case updated:
 		// DateTimeFormatter.ISO_INSTANT: seconds always, then 0, 3, 6 or 9
@@ -446,3 +467,14 @@ func javaFraction(nanos int) string {
 	}
 	return fmt.Sprintf(".%09d", nanos)
 }
+
+// The .NET v3 SDK records a processor's mode as the A-IM value of its reads
+// (DocumentServiceLeaseManagerCosmos.GetChangeFeedMode).
+const (
+	dotNetIncremental  = "Incremental Feed"
+	dotNetFullFidelity = "Full-Fidelity Feed"
+)
+
+// quotedLSN is the LSN in quotes: the etag of a change feed position, which
+// processors checkpoint as the continuation.
+func quotedLSN(lsn int64) string { return `"` + strconv.FormatInt(lsn, 10) + `"` }

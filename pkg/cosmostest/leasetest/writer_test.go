@@ -1,23 +1,31 @@
-package cosmostest
+package leasetest
 
 import (
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
 type leaseFixture struct {
-	srv    *Server
-	data   *Container
-	leases *Container
+	srv    *cosmostest.Server
+	data   *cosmostest.Container
+	leases *cosmostest.Container
 }
 
 func newLeaseFixture(t *testing.T, leasePK string) leaseFixture {
-	s := newTestServer(t)
+	s := cosmostest.NewServer()
+	t.Cleanup(s.Close)
 	db := s.CreateDatabase("db")
 	data := db.CreateContainer("data", "/pk", 2)
 	if err := data.WriteItemsToRange("0", 5); err != nil {
@@ -33,17 +41,17 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
 	db := f.data.Database()
 	for _, tc := range []struct {
-		format LeaseFormat
+		format cosmostest.LeaseFormat
 		prefix string
 	}{
-		{DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{DotNetV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{JavaV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
-		{JavaV0, "proc127.0.0.1_db_data"},
+		{cosmostest.DotNetV0, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{cosmostest.DotNetV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{cosmostest.JavaV1, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{cosmostest.DotNetV2Library, "proc127.0.0.1_" + db.RID() + "_" + f.data.RID()},
+		{cosmostest.JavaV0, "proc127.0.0.1_db_data"},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
-			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
+			p := NewWriter("proc", f.data, f.leases, tc.format)
 			if p.Prefix() != tc.prefix {
 				t.Errorf("prefix = %q, want %q", p.Prefix(), tc.prefix)
 			}
@@ -56,14 +64,14 @@ func TestLeasePrefixAndIDs(t *testing.T) {
 
 func TestCreateLeasesWritesEachFormat(t *testing.T) {
 	for _, tc := range []struct {
-		format     LeaseFormat
+		format     cosmostest.LeaseFormat
 		tokens     []string
 		wantFields []string
 		noFields   []string
 		check      func(t *testing.T, doc map[string]any)
 	}{
 		{
-			format:     DotNetV0,
+			format:     cosmostest.DotNetV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			noFields:   []string{"PartitionId", "feedRange"},
@@ -78,7 +86,7 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     DotNetV1,
+			format:     cosmostest.DotNetV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "version", "LeaseToken", "FeedRange", "Owner", "ContinuationToken", "properties", "timestamp", "Mode"},
 			check: func(t *testing.T, doc map[string]any) {
@@ -89,13 +97,13 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     JavaV0,
+			format:     cosmostest.JavaV0,
 			tokens:     []string{"0", "1"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner"},
 			noFields:   []string{"version", "properties", "FeedRange", "feedRange", "Mode"},
 		},
 		{
-			format:     JavaV1,
+			format:     cosmostest.JavaV1,
 			tokens:     []string{"-7F80", "7F80-FF"},
 			wantFields: []string{"id", "LeaseToken", "ContinuationToken", "timestamp", "Owner", "version", "feedRange"},
 			noFields:   []string{"FeedRange", "properties"},
@@ -107,15 +115,20 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 			},
 		},
 		{
-			format:     DotNetV2Library,
+			format:     cosmostest.DotNetV2Library,
 			tokens:     []string{"0", "1"},
-			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp"},
+			wantFields: []string{"id", "PartitionId", "Owner", "ContinuationToken", "properties", "timestamp", "gremlincompatid"},
 			noFields:   []string{"version", "LeaseToken"},
+			check: func(t *testing.T, doc map[string]any) {
+				if doc["gremlincompatid"] != doc["id"] {
+					t.Errorf("gremlincompatid %v, id %v", doc["gremlincompatid"], doc["id"])
+				}
+			},
 		},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
+			p := NewWriter("proc", f.data, f.leases, tc.format)
 			tokens, err := p.CreateLeases(false)
 			if err != nil {
 				t.Fatal(err)
@@ -162,10 +175,10 @@ func TestCreateLeasesWritesEachFormat(t *testing.T) {
 }
 
 func TestCheckpointEncodingPerFormat(t *testing.T) {
-	for _, format := range []LeaseFormat{DotNetV0, DotNetV1, JavaV0, JavaV1, DotNetV2Library} {
+	for _, format := range cosmostest.LeaseFormats {
 		t.Run(string(format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewLeaseWriter("proc", f.data, f.leases, format)
+			p := NewWriter("proc", f.data, f.leases, format)
 			tokens, err := p.CreateLeases(false)
 			if err != nil {
 				t.Fatal(err)
@@ -199,10 +212,10 @@ func TestCheckpointEncodingPerFormat(t *testing.T) {
 }
 
 // continuationEtag decodes a lease's continuation the way a reader must.
-func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) string {
+func continuationEtag(t *testing.T, format cosmostest.LeaseFormat, doc map[string]any) string {
 	t.Helper()
 	raw, _ := doc["ContinuationToken"].(string)
-	if format != JavaV1 {
+	if format != cosmostest.JavaV1 {
 		return raw
 	}
 	// Java's ChangeFeedState.fromString decodes with Base64.getUrlDecoder().
@@ -219,10 +232,10 @@ func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) stri
 			V            int
 			Rid          string
 			Continuation []struct {
-				Token string `json:"token"`
-				Range struct{ Min, Max string }
+				Token string    `json:"token"`
+				Range javaRange `json:"range"`
 			}
-			Range struct{ Min, Max string }
+			Range javaRange
 		}
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -234,12 +247,16 @@ func continuationEtag(t *testing.T, format LeaseFormat, doc map[string]any) stri
 	if len(st.Continuation.Continuation) != 1 {
 		t.Fatalf("java state %s", b)
 	}
+	// routing/Range.java writes both bounds' flags: [min, max).
+	if r := st.Continuation.Continuation[0].Range; r != st.Continuation.Range || !r.IsMinInclusive || r.IsMaxInclusive || !strings.Contains(string(b), `"isMaxInclusive":false`) {
+		t.Errorf("java state ranges %s", b)
+	}
 	return st.Continuation.Continuation[0].Token
 }
 
 func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 	f := newLeaseFixture(t, "/partitionKey")
-	p := NewLeaseWriter("proc", f.data, f.leases, DotNetV0)
+	p := NewWriter("proc", f.data, f.leases, cosmostest.DotNetV0)
 	tokens, err := p.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -253,9 +270,10 @@ func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 		if doc["partitionKey"] != doc["id"] {
 			t.Errorf("partitionKey %v, want the id", doc["partitionKey"])
 		}
-		// With a checkpoint at the current LSN, the lease's feed is empty.
-		resp, raw := changeFeed(t, f.srv, f.data, tok, want, nil)
-		wantStatus(t, resp, raw, http.StatusNotModified)
+		// A checkpoint at the current LSN: the lease's feed is empty.
+		if want != quotedLSN(f.data.LSN(tok)) {
+			t.Errorf("lease %s: range LSN %d", tok, f.data.LSN(tok))
+		}
 	}
 	if _, ok := f.leases.Get(p.Prefix() + ".info"); !ok {
 		t.Error("no .info")
@@ -268,26 +286,26 @@ func TestCreateLeasesFromNowCheckpointsCurrentLSN(t *testing.T) {
 
 func TestLeaseContainerMustBePartitionedByIDOrPartitionKey(t *testing.T) {
 	f := newLeaseFixture(t, "/other")
-	if _, err := NewLeaseWriter("proc", f.data, f.leases, DotNetV0).CreateLeases(false); err == nil {
+	if _, err := NewWriter("proc", f.data, f.leases, cosmostest.DotNetV0).CreateLeases(false); err == nil {
 		t.Fatal("want an error for a lease container partitioned by /other")
 	}
 }
 
 func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 	for _, tc := range []struct {
-		format LeaseFormat
+		format cosmostest.LeaseFormat
 		parent string
 		want   []string
 	}{
-		{DotNetV0, "1", []string{"2", "3"}},
-		{JavaV0, "1", []string{"2", "3"}},
-		{DotNetV2Library, "1", []string{"2", "3"}},
-		{DotNetV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
-		{JavaV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{cosmostest.DotNetV0, "1", []string{"2", "3"}},
+		{cosmostest.JavaV0, "1", []string{"2", "3"}},
+		{cosmostest.DotNetV2Library, "1", []string{"2", "3"}},
+		{cosmostest.DotNetV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
+		{cosmostest.JavaV1, "7F80-FF", []string{"7F80-BF40", "BF40-FF"}},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			f := newLeaseFixture(t, "/id")
-			p := NewLeaseWriter("proc", f.data, f.leases, tc.format)
+			p := NewWriter("proc", f.data, f.leases, tc.format)
 			if _, err := p.CreateLeases(false); err != nil {
 				t.Fatal(err)
 			}
@@ -329,11 +347,11 @@ func TestReplaceAfterSplitCarriesContinuation(t *testing.T) {
 
 func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
-	p := NewLeaseWriter("proc", f.data, f.leases, DotNetV1)
+	p := NewWriter("proc", f.data, f.leases, cosmostest.DotNetV1)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
-	v0 := NewLeaseWriter("v0", f.data, f.leases, DotNetV0)
+	v0 := NewWriter("v0", f.data, f.leases, cosmostest.DotNetV0)
 	if _, err := v0.CreateLeases(false); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +377,7 @@ func TestEPKLeaseCatchUpAfterMerge(t *testing.T) {
 // reads it too, but the padding must be there.)
 func TestJavaStateIsURLSafeBase64WithPadding(t *testing.T) {
 	f := newLeaseFixture(t, "/id")
-	p := NewLeaseWriter("proc", f.data, f.leases, JavaV1)
+	p := NewWriter("proc", f.data, f.leases, cosmostest.JavaV1)
 	tokens, err := p.CreateLeases(false)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +395,7 @@ func TestJavaStateIsURLSafeBase64WithPadding(t *testing.T) {
 		if strings.HasSuffix(written, "=") {
 			padded++
 		}
-		if got := continuationEtag(t, JavaV1, doc); got != quotedLSN(lsn) {
+		if got := continuationEtag(t, cosmostest.JavaV1, doc); got != quotedLSN(lsn) {
 			t.Fatalf("checkpoint %d reads back as %s", lsn, got)
 		}
 	}
@@ -391,23 +409,23 @@ func TestLeaseTimestampsAsTheLibrariesWriteThem(t *testing.T) {
 	at := func(sec, nanos int) time.Time { return time.Date(2026, 6, 28, 14, 42, sec, nanos, time.UTC) }
 	for _, tc := range []struct {
 		name    string
-		format  LeaseFormat
+		format  cosmostest.LeaseFormat
 		t       time.Time
 		updated bool
 		want    string
 	}{
-		{".NET: seven digits", DotNetV0, at(40, 403196200), false, "2026-06-28T14:42:40.4031962Z"},
-		{".NET: trailing zeros dropped", DotNetV1, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
-		{".NET: no fraction", DotNetV2Library, at(40, 0), false, "2026-06-28T14:42:40Z"},
-		{"Java created: ZonedDateTime", JavaV0, at(40, 403196000), false, "2026-06-28T14:42:40.403196Z[UTC]"},
-		{"Java created: no seconds when zero", JavaV1, at(0, 0), false, "2026-06-28T14:42Z[UTC]"},
-		{"Java created: nine digits", JavaV1, at(40, 403196201), false, "2026-06-28T14:42:40.403196201Z[UTC]"},
-		{"Java updated: Instant", JavaV1, at(40, 403196000), true, "2026-06-28T14:42:40.403196Z"},
-		{"Java updated: milliseconds", JavaV0, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
-		{"Java updated: seconds always", JavaV0, at(0, 0), true, "2026-06-28T14:42:00Z"},
+		{".NET: seven digits", cosmostest.DotNetV0, at(40, 403196200), false, "2026-06-28T14:42:40.4031962Z"},
+		{".NET: trailing zeros dropped", cosmostest.DotNetV1, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
+		{".NET: no fraction", cosmostest.DotNetV2Library, at(40, 0), false, "2026-06-28T14:42:40Z"},
+		{"Java created: ZonedDateTime", cosmostest.JavaV0, at(40, 403196000), false, "2026-06-28T14:42:40.403196Z[UTC]"},
+		{"Java created: no seconds when zero", cosmostest.JavaV1, at(0, 0), false, "2026-06-28T14:42Z[UTC]"},
+		{"Java created: nine digits", cosmostest.JavaV1, at(40, 403196201), false, "2026-06-28T14:42:40.403196201Z[UTC]"},
+		{"Java updated: Instant", cosmostest.JavaV1, at(40, 403196000), true, "2026-06-28T14:42:40.403196Z"},
+		{"Java updated: milliseconds", cosmostest.JavaV0, at(40, 403000000), true, "2026-06-28T14:42:40.403Z"},
+		{"Java updated: seconds always", cosmostest.JavaV0, at(0, 0), true, "2026-06-28T14:42:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &LeaseWriter{Format: tc.format}
+			p := &Writer{Format: tc.format}
 			if got := p.timestamp(tc.t, tc.updated); got != tc.want {
 				t.Errorf("timestamp = %q, want %q", got, tc.want)
 			}

@@ -1,0 +1,82 @@
+package emulator
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
+)
+
+// scalerFormatOf is the mapping between the lease formats the embedded
+// server writes (read in the processors' sources) and the format names the
+// scaler's decoder gives them. The two sides have their own vocabularies;
+// this table, checked against both, is where they meet.
+var scalerFormatOf = map[leaseFormat]string{
+	dotNetV0:        "dotnet-v0",
+	dotNetV1:        "dotnet-v1",
+	javaV0:          "java-v0",
+	javaV1:          "java-v1",
+	dotNetV2Library: "dotnet-v2-library",
+}
+
+// Every lease the server's writer writes, in every format and mode its
+// processor has, decodes to what the writer meant: the same id and token,
+// the EPK range of EPK leases, the checkpoint, the owner and the mode.
+func TestWriterAndDecoderAgreeOnEachFormat(t *testing.T) {
+	if len(scalerFormatOf) != len(leaseFormats) {
+		t.Fatalf("the mapping names %d formats, the writer writes %d", len(scalerFormatOf), len(leaseFormats))
+	}
+	for _, format := range leaseFormats {
+		modes := []changeFeedMode{latestVersion}
+		if format.HasAllVersionsAndDeletes() {
+			modes = append(modes, allVersionsAndDeletes)
+		}
+		for _, mode := range modes {
+			t.Run(string(format)+"/"+mode.String(), func(t *testing.T) {
+				env := newCosmosEnvInMode(t, 2, format, mode)
+				env.writeToRange(t, "0", 7)
+				checkpoint := env.monitored.LSN("0") - 3
+				if err := env.processor.Checkpoint(env.tokens[0], checkpoint); err != nil {
+					t.Fatal(err)
+				}
+				if err := env.processor.SetOwner(env.tokens[1], "host-b"); err != nil {
+					t.Fatal(err)
+				}
+				s, seen := newObservedScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
+				poll(t, s)
+				estimates := seen()
+				if len(estimates) != 1 || estimates[0].Err != nil {
+					t.Fatalf("estimates %+v", estimates)
+				}
+				got := map[string]azure.CosmosDBLease{}
+				for _, l := range estimates[0].Leases {
+					got[l.Token] = l.CosmosDBLease
+				}
+				ranges := env.monitored.Ranges()
+				if len(got) != len(env.tokens) || len(ranges) != len(env.tokens) {
+					t.Fatalf("decoded %d leases %+v, the writer wrote %v", len(got), got, env.tokens)
+				}
+				for i, token := range env.tokens {
+					want := azure.CosmosDBLease{
+						ID:                    env.processor.LeaseID(token),
+						Token:                 token,
+						Format:                scalerFormatOf[format],
+						Continuation:          `"` + strconv.FormatInt(env.monitored.LSN(ranges[i].ID), 10) + `"`, // CreateLeases(true)
+						AllVersionsAndDeletes: mode == allVersionsAndDeletes,
+					}
+					if i == 0 {
+						want.Continuation = `"` + strconv.FormatInt(checkpoint, 10) + `"`
+					} else {
+						want.Owner = "host-b"
+					}
+					if format.EPK() {
+						want.EPK, want.Min, want.Max = true, ranges[i].MinInclusive, ranges[i].MaxExclusive
+					}
+					if got[token] != want {
+						t.Errorf("lease %s decoded as\n%+v\nthe writer wrote\n%+v", token, got[token], want)
+					}
+				}
+			})
+		}
+	}
+}
