@@ -20,10 +20,6 @@ type cosmosScaler = scalers.Scaler
 // Activation.
 type triggerInfo = scalers.AzureCosmosDBTrigger
 
-// secretSet collects credential values to scrub from any message (Add,
-// Redact, Clone).
-type secretSet = scalers.Secrets
-
 // triggerEstimate is what the command reads of one estimate of a trigger.
 type triggerEstimate struct {
 	TotalLag         int64 // pending transactions, summed over the leases
@@ -80,10 +76,6 @@ var triggerParams, secretParams = func() (all, secret []string) {
 	}
 	return all, secret
 }()
-
-// isEnvVarName reports whether s is a portable environment variable name
-// (a secret value never is one).
-func isEnvVarName(s string) bool { return scalers.IsEnvVarName(s) }
 
 // oldestPendingAge is the age of the oldest first-pending change among the
 // leases with lag (zero when none is known).

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
@@ -29,7 +30,7 @@ type instance struct {
 	metricName string // as sent in GetMetricSpec: without KEDA's "s<index>-" prefix
 	target     int64  // changeFeedLagThreshold
 	processor  string
-	secrets    *secretSet
+	secrets    *redact.Secrets
 	metrics    *serverMetrics
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
@@ -183,19 +184,7 @@ func (r *registry) acquire(ref *pb.ScaledObjectRef) (*instance, func(), error) {
 		in.close(r.log)
 		return existing, r.releaser(existing), nil
 	}
-	// The same ScaledObject trigger (same metric) with other metadata: the
-	// ScaledObject was edited, so the old configuration goes. Another
-	// trigger of the same ScaledObject (another metric) is left alone.
-	var toClose []*instance
-	for k, old := range r.items {
-		if k.namespace == key.namespace && k.name == key.name && old.metricName == in.metricName {
-			delete(r.items, k)
-			old.retired, old.reason = true, "metadata changed"
-			if old.refs == 0 {
-				toClose = append(toClose, old)
-			}
-		}
-	}
+	toClose := r.retireEdited(key, in.metricName)
 	in.refs, in.lastUsed = 1, time.Now()
 	r.items[key] = in
 	r.mu.Unlock()
@@ -206,6 +195,24 @@ func (r *registry) acquire(ref *pb.ScaledObjectRef) (*instance, func(), error) {
 		old.close(r.log)
 	}
 	return in, r.releaser(in), nil
+}
+
+// retireEdited retires the instances of the same ScaledObject trigger
+// (same metric) with other metadata than key's: the ScaledObject was
+// edited, so the old configuration goes. Another trigger of the same
+// ScaledObject (another metric) is left alone. It returns the retired
+// instances nobody holds, to close outside the lock; r.mu is held.
+func (r *registry) retireEdited(key instanceKey, metricName string) (toClose []*instance) {
+	for k, old := range r.items {
+		if k.namespace == key.namespace && k.name == key.name && old.metricName == metricName {
+			delete(r.items, k)
+			old.retired, old.reason = true, "metadata changed"
+			if old.refs == 0 {
+				toClose = append(toClose, old)
+			}
+		}
+	}
+	return toClose
 }
 
 func (r *registry) releaser(in *instance) func() {
@@ -313,7 +320,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if err := allowed.check(tc.scaler.TriggerMetadata); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	secrets := &secretSet{}
+	secrets := &redact.Secrets{}
 	secrets.Add(tc.secrets...)
 	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}
 	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
@@ -332,7 +339,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 }
 
 // estimateStatus turns an estimate failure into a gRPC status.
-func estimateStatus(ctx context.Context, err error, secrets *secretSet) error {
+func estimateStatus(ctx context.Context, err error, secrets *redact.Secrets) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return status.FromContextError(ctxErr).Err()
 	}

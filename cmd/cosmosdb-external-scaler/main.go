@@ -236,23 +236,12 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 		idleTimeout:      c.idleTimeout,
 		logger:           log,
 	}, creds)
-	ln, err := net.Listen("tcp", c.address)
+	listeners, healthPort, err := listen(c, srv)
 	if err != nil {
 		srv.shutdown(context.Background())
 		return err
 	}
-	listeners := []net.Listener{ln}
-	var healthPort *http.Server
-	if c.healthAddress != "" {
-		hln, err := net.Listen("tcp", c.healthAddress)
-		if err != nil {
-			_ = ln.Close()
-			srv.shutdown(context.Background())
-			return err
-		}
-		healthPort = newHealthPortServer(srv, c.pprof)
-		listeners = append(listeners, hln)
-	}
+	ln := listeners[0]
 	log.Info("serving", "address", ln.Addr().String(), "tls", tlsCfg != nil,
 		"mutualTLS", tlsCfg != nil && tlsCfg.ClientCAs != nil, "healthAddress", addrOf(listeners[1:]),
 		"pprof", c.pprof,
@@ -282,6 +271,26 @@ func serve(ctx context.Context, c config, tlsCfg *tls.Config, log *slog.Logger) 
 		_ = healthPort.Close()
 	}
 	return serveErr
+}
+
+// listen opens the gRPC listener and, with a health address, the health
+// listener and its server (nil without one).
+func listen(c config, srv *server) (listeners []net.Listener, healthPort *http.Server, err error) {
+	ln, err := net.Listen("tcp", c.address)
+	if err != nil {
+		return nil, nil, err
+	}
+	listeners = []net.Listener{ln}
+	if c.healthAddress != "" {
+		hln, err := net.Listen("tcp", c.healthAddress)
+		if err != nil {
+			_ = ln.Close()
+			return nil, nil, err
+		}
+		healthPort = newHealthPortServer(srv, c.pprof)
+		listeners = append(listeners, hln)
+	}
+	return listeners, healthPort, nil
 }
 
 // newHealthPortServer serves the health listener: gRPC health checks

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -64,18 +65,8 @@ type triggerConfig struct {
 // stays trigger metadata. Errors are gRPC status errors that name the
 // parameter and never quote a secret value.
 func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string, bool), httpTimeout time.Duration) (*triggerConfig, error) {
-	if ref == nil {
-		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef is required")
-	}
-	if ref.Namespace == "" || ref.Name == "" {
-		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef.namespace and scaledObjectRef.name are required")
-	}
-	// Kubernetes' own limits: a namespace is a DNS label, a name a DNS subdomain.
-	if n := utf8.RuneCountInString(ref.Namespace); n > 63 {
-		return nil, status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace must be at most 63 characters long, got %d", n)
-	}
-	if n := utf8.RuneCountInString(ref.Name); n > 253 {
-		return nil, status.Errorf(codes.InvalidArgument, "scaledObjectRef.name must be at most 253 characters long, got %d", n)
+	if err := checkScaledObjectRef(ref); err != nil {
+		return nil, err
 	}
 	md := ref.ScalerMetadata
 	triggerMetadata := make(map[string]string, len(md))
@@ -88,42 +79,17 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 	authParams := map[string]string{}
 	var secrets []string
 	for _, param := range secretParams {
-		fromEnv, fromScalerEnv := param+"FromEnv", param+"FromScalerEnv"
 		delete(triggerMetadata, param)
-		delete(triggerMetadata, fromEnv)
-		delete(triggerMetadata, fromScalerEnv)
-		if _, ok := md[param]; ok {
-			return nil, status.Errorf(codes.InvalidArgument,
-				"%s: secrets are not accepted in scalerMetadata, which KEDA stores and sends in plain text; put the value in the external scaler's environment and set %s to the variable's name",
-				param, fromScalerEnv)
+		delete(triggerMetadata, param+"FromEnv")
+		delete(triggerMetadata, param+"FromScalerEnv")
+		value, ok, err := secretFromEnv(md, param, lookupEnv)
+		if err != nil {
+			return nil, err
 		}
-		key, name, isSet := "", "", false
-		if v, ok := md[fromScalerEnv]; ok {
-			key, name, isSet = fromScalerEnv, v, true
+		if ok {
+			authParams[param] = value
+			secrets = append(secrets, value)
 		}
-		if v, ok := md[fromEnv]; ok {
-			if isSet {
-				return nil, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
-			}
-			if !isEnvVarName(v) {
-				return nil, status.Errorf(codes.InvalidArgument,
-					"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
-					fromEnv, fromScalerEnv)
-			}
-			key, name, isSet = fromEnv, v, true
-		}
-		if !isSet {
-			continue
-		}
-		if !isEnvVarName(name) {
-			return nil, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
-		}
-		value, _ := lookupEnv(name)
-		if value == "" {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: the variable it names is not set, or is empty, in the external scaler's environment", key)
-		}
-		authParams[param] = value
-		secrets = append(secrets, value)
 	}
 
 	podIdentity, err := podIdentityFrom(md)
@@ -150,6 +116,64 @@ func buildTriggerConfig(ref *pb.ScaledObjectRef, lookupEnv func(string) (string,
 		},
 		secrets: secrets,
 	}, nil
+}
+
+// checkScaledObjectRef requires the ScaledObject's namespace and name,
+// within Kubernetes' own limits: a namespace is a DNS label, a name a DNS
+// subdomain.
+func checkScaledObjectRef(ref *pb.ScaledObjectRef) error {
+	if ref == nil {
+		return status.Error(codes.InvalidArgument, "scaledObjectRef is required")
+	}
+	if ref.Namespace == "" || ref.Name == "" {
+		return status.Error(codes.InvalidArgument, "scaledObjectRef.namespace and scaledObjectRef.name are required")
+	}
+	if n := utf8.RuneCountInString(ref.Namespace); n > 63 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace must be at most 63 characters long, got %d", n)
+	}
+	if n := utf8.RuneCountInString(ref.Name); n > 253 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name must be at most 253 characters long, got %d", n)
+	}
+	return nil
+}
+
+// secretFromEnv is the secret parameter param, read from the external
+// scaler's environment through the variable named by paramFromScalerEnv
+// (or paramFromEnv, holding a name); ok is false when neither is set. A
+// secret in the metadata itself is refused.
+func secretFromEnv(md map[string]string, param string, lookupEnv func(string) (string, bool)) (value string, ok bool, err error) {
+	fromEnv, fromScalerEnv := param+"FromEnv", param+"FromScalerEnv"
+	if _, ok := md[param]; ok {
+		return "", false, status.Errorf(codes.InvalidArgument,
+			"%s: secrets are not accepted in scalerMetadata, which KEDA stores and sends in plain text; put the value in the external scaler's environment and set %s to the variable's name",
+			param, fromScalerEnv)
+	}
+	key, name, isSet := "", "", false
+	if v, ok := md[fromScalerEnv]; ok {
+		key, name, isSet = fromScalerEnv, v, true
+	}
+	if v, ok := md[fromEnv]; ok {
+		if isSet {
+			return "", false, status.Errorf(codes.InvalidArgument, "%s and %s are both set: use %s", fromEnv, fromScalerEnv, fromScalerEnv)
+		}
+		if !redact.IsEnvVarName(v) {
+			return "", false, status.Errorf(codes.InvalidArgument,
+				"%s does not hold an environment variable name: KEDA replaced it with the value of that variable in the scale target's containers, and this scaler does not take secrets from metadata; use %s with the name of a variable in the external scaler's own environment (the value received is not shown)",
+				fromEnv, fromScalerEnv)
+		}
+		key, name, isSet = fromEnv, v, true
+	}
+	if !isSet {
+		return "", false, nil
+	}
+	if !redact.IsEnvVarName(name) {
+		return "", false, status.Errorf(codes.InvalidArgument, "%s must be an environment variable name (letters, digits and '_', not starting with a digit)", key)
+	}
+	value, _ = lookupEnv(name)
+	if value == "" {
+		return "", false, status.Errorf(codes.FailedPrecondition, "%s: the variable it names is not set, or is empty, in the external scaler's environment", key)
+	}
+	return value, true, nil
 }
 
 func podIdentityFrom(md map[string]string) (kedav1alpha1.AuthPodIdentity, error) {

@@ -41,8 +41,11 @@ func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
 	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account (whose settings\nare first checked as the scaler checks them, offline)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
+	return fs, usageWith(fs, checkHelp)
+}
+
+// checkHelp is the help of cosmoslag check, before its flags.
+const checkHelp = `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
 
 Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
 would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
@@ -96,146 +99,184 @@ Examples:
   cosmoslag check -f so.yaml --emulator
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o checkOptions
 	fs, usage := checkFlags(&o)
-	var flagErrors strings.Builder
-	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
-		if code != exitOK && jsonRequested(args) {
-			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
-		}
+	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "cosmoslag check: %s\n", msg)
-		if o.output == "json" {
-			_ = writeJSON(stdout, checkFailure{Error: msg, ExitCode: exitBadArgs})
-		}
-		return exitBadArgs
+	bad := badArgs("check", &o.output, stdout, stderr, func(msg string) any { return checkFailure{Error: msg, ExitCode: exitBadArgs} })
+	if msg := o.problem(); msg != "" {
+		return bad("%s", msg)
 	}
-	switch {
-	case o.set.malformed > 0:
-		return bad("--set expects key=value; %d argument(s) had no key= (not shown: they may be secrets)", o.set.malformed)
-	case o.file == "":
-		return bad("-f scaledobject.yaml is required (see --help)")
-	case o.output != "table" && o.output != "json":
-		return bad("-o must be table or json, got %q", excerpt(o.output))
-	case o.current < 0:
-		return bad("--current-replicas must not be negative")
-	case o.timeout <= 0:
-		return bad("--timeout must be positive")
+	m, values, err := readInputs(o.envFiles, o.set.values, append([]string{o.file}, o.auth...))
+	if err != nil {
+		return bad("%v", err)
 	}
-
-	values := newLocalValues()
-	for _, f := range o.envFiles {
-		if err := values.readEnvFile(f); err != nil {
-			return bad("--env-file: %v", err)
-		}
-	}
-	values.set = o.set.values
-	var m manifests
-	for _, f := range append([]string{o.file}, o.auth...) {
-		if err := readManifests(&m, f); err != nil {
-			return bad("%v", err)
-		}
-	}
-	for _, sec := range m.secrets {
-		for _, v := range sec.Data {
-			values.secrets.Add(string(v))
-		}
-		for _, v := range sec.StringData {
-			values.secrets.Add(v)
-		}
-	}
-	setup, err := buildTrigger(&m, o.trigger, o.set.values, values, o.sample)
+	setup, err := buildTrigger(m, o.trigger, o.set.values, values, o.sample)
 	if err != nil {
 		return bad("%s", values.secrets.Redact(err.Error()))
 	}
-	// As KEDA's operator does: each request try is bounded by
-	// KEDA_HTTP_DEFAULT_TIMEOUT milliseconds, 3000 unless set.
-	timeoutMS, err := kedautil.ResolveOsEnvInt("KEDA_HTTP_DEFAULT_TIMEOUT", 3000)
-	if err != nil || timeoutMS <= 0 {
-		return bad("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
+	if setup.config.GlobalHTTPTimeout, err = kedaHTTPTimeout(); err != nil {
+		return bad("%v", err)
 	}
-	setup.config.GlobalHTTPTimeout = time.Duration(timeoutMS) * time.Millisecond
 	for _, n := range setup.notes {
 		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", n)
 	}
-
 	if o.sample {
-		// The real scaler's checks first, on the trigger resolved as
-		// without --emulator: its parameter, credential and cloud rules.
-		// A trigger with no account setting has nothing of the kind to check.
-		if len(setup.accountSettings()) > 0 {
-			if err := checkBeforeSample(&m, o.trigger, o.set.values, values, stderr); err != nil {
-				return bad("%s", err)
-			}
-		}
-		srv, err := startSample(setup.config.TriggerMetadata)
+		stop, err := useSampleAccount(m, &o, setup, values, stderr)
 		if err != nil {
-			return bad("%v", err)
+			return bad("%s", err)
 		}
-		defer srv.Close()
-		ignored := setup.useSample(srv.ConnectionString(), srv.Key())
-		fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account; replaced: %s; "+
-			"not checked: whether the accounts exist and the credentials are accepted\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "no account parameter was set"))
+		defer stop()
 	}
 
-	report := &checkReport{
-		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, SampleAccount: o.sample,
-		Database: setup.config.TriggerMetadata["databaseId"], Container: setup.config.TriggerMetadata["containerId"],
-		LeaseDatabase: setup.config.TriggerMetadata["leaseDatabaseId"], LeaseContainer: setup.config.TriggerMetadata["leaseContainerId"],
-		Processor: setup.config.TriggerMetadata["processorName"], MetricType: string(setup.config.MetricType),
-		Warnings: append([]string{}, setup.warnings...),
-	}
-	var estimate *scalers.AzureCosmosDBEstimate
-	scaler, trigger, err := scalers.NewObservedAzureCosmosDBScaler(setup.config, func(e scalers.AzureCosmosDBEstimate) { estimate = &e })
+	report := newCheckReport(setup, o.sample)
+	scaler, err := newCheckScaler(ctx, setup, report)
 	if err != nil {
 		return bad("the trigger is invalid: %s", setup.secrets.Redact(err.Error()))
 	}
 	defer scaler.Close(context.Background())
+	if err := scaler.estimateOnce(ctx, report.MetricName, o.timeout); err != nil {
+		return reportEstimateFailure(stdout, stderr, o.output, report, setup.secrets.Redact(err.Error()))
+	}
+	completeReport(ctx, setup, report, scaler, o.current, o.timeout, stderr)
+	return writeCheckReport(stdout, stderr, o.output, report)
+}
+
+// problem says what is wrong with the flags' values, or "".
+func (o *checkOptions) problem() string {
+	switch {
+	case o.set.malformed > 0:
+		return fmt.Sprintf("--set expects key=value; %d argument(s) had no key= (not shown: they may be secrets)", o.set.malformed)
+	case o.file == "":
+		return "-f scaledobject.yaml is required (see --help)"
+	case o.output != "table" && o.output != "json":
+		return fmt.Sprintf("-o must be table or json, got %q", excerpt(o.output))
+	case o.current < 0:
+		return "--current-replicas must not be negative"
+	case o.timeout <= 0:
+		return "--timeout must be positive"
+	}
+	return ""
+}
+
+// kedaHTTPTimeout bounds each request try as KEDA's operator does:
+// KEDA_HTTP_DEFAULT_TIMEOUT milliseconds, 3000 unless set.
+func kedaHTTPTimeout() (time.Duration, error) {
+	timeoutMS, err := kedautil.ResolveOsEnvInt("KEDA_HTTP_DEFAULT_TIMEOUT", 3000)
+	if err != nil || timeoutMS <= 0 {
+		return 0, fmt.Errorf("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
+	}
+	return time.Duration(timeoutMS) * time.Millisecond, nil
+}
+
+// useSampleAccount is --emulator: the real scaler's checks first, on the
+// trigger resolved as without --emulator (its parameter, credential and
+// cloud rules; a trigger with no account setting has nothing of the kind
+// to check), then an embedded server stands in for the account. stop
+// closes the server.
+func useSampleAccount(m *manifests, o *checkOptions, setup *triggerSetup, values *localValues, stderr io.Writer) (stop func(), err error) {
+	if len(setup.accountSettings()) > 0 {
+		if err := checkBeforeSample(m, o.trigger, o.set.values, values, stderr); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := startSample(setup.config.TriggerMetadata)
+	if err != nil {
+		return nil, err
+	}
+	ignored := setup.useSample(srv.ConnectionString(), srv.Key())
+	fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account; replaced: %s; "+
+		"not checked: whether the accounts exist and the credentials are accepted\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "no account parameter was set"))
+	return srv.Close, nil
+}
+
+// newCheckReport is the report of the trigger before its estimate.
+func newCheckReport(setup *triggerSetup, sample bool) *checkReport {
+	md := setup.config.TriggerMetadata
+	return &checkReport{
+		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, SampleAccount: sample,
+		Database: md["databaseId"], Container: md["containerId"],
+		LeaseDatabase: md["leaseDatabaseId"], LeaseContainer: md["leaseContainerId"],
+		Processor: md["processorName"], MetricType: string(setup.config.MetricType),
+		Warnings: append([]string{}, setup.warnings...),
+	}
+}
+
+// checkScaler is the trigger's scaler, observed: estimate is the last
+// estimate it made.
+type checkScaler struct {
+	scalers.Scaler
+	trigger  scalers.AzureCosmosDBTrigger
+	estimate *scalers.AzureCosmosDBEstimate
+}
+
+// newCheckScaler builds the trigger's scaler and fills the report's metric
+// name and thresholds from it.
+func newCheckScaler(ctx context.Context, setup *triggerSetup, report *checkReport) (*checkScaler, error) {
+	s := &checkScaler{}
+	scaler, trigger, err := scalers.NewObservedAzureCosmosDBScaler(setup.config, func(e scalers.AzureCosmosDBEstimate) { s.estimate = &e })
+	if err != nil {
+		return nil, err
+	}
+	s.Scaler, s.trigger = scaler, trigger
 	if specs := scaler.GetMetricSpecForScaling(ctx); len(specs) > 0 && specs[0].External != nil {
 		report.MetricName = specs[0].External.Metric.Name
 	}
 	report.Threshold, report.Activation = trigger.Threshold, trigger.Activation
+	return s, nil
+}
 
-	estimateCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	_, _, err = scaler.GetMetricsAndActivity(estimateCtx, report.MetricName)
-	cancel()
-	if err == nil && estimate == nil {
+// estimateOnce runs one estimate through GetMetricsAndActivity, as KEDA
+// does, within timeout.
+func (s *checkScaler) estimateOnce(ctx context.Context, metricName string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, _, err := s.GetMetricsAndActivity(ctx, metricName)
+	if err == nil && s.estimate == nil {
 		err = errors.New("internal: the scaler reported no estimate")
 	}
-	if err != nil {
-		report.Error, report.ExitCode = setup.secrets.Redact(err.Error()), exitFailed
-		if o.output == "json" {
-			_ = writeJSON(stdout, report)
-		}
-		for _, w := range report.Warnings {
-			fmt.Fprintf(stderr, "cosmoslag check: warning: %s\n", w)
-		}
-		fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
-		return exitFailed
+	return err
+}
+
+// reportEstimateFailure prints a failed estimate (msg, redacted): the JSON
+// document with -o json, the warnings and the error on stderr.
+func reportEstimateFailure(stdout, stderr io.Writer, output string, report *checkReport, msg string) int {
+	report.Error, report.ExitCode = msg, exitFailed
+	if output == "json" {
+		_ = writeJSON(stdout, report)
 	}
-	report.fill(*estimate, checkNow())
+	for _, w := range report.Warnings {
+		fmt.Fprintf(stderr, "cosmoslag check: warning: %s\n", w)
+	}
+	fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
+	return exitFailed
+}
+
+// completeReport adds to the report what follows a successful estimate:
+// the lease rows and totals, the wake-from-zero warning, what the
+// diagnosis reads (within timeout) and the HPA's decision from current
+// replicas.
+func completeReport(ctx context.Context, setup *triggerSetup, report *checkReport, scaler *checkScaler, current int, timeout time.Duration, stderr io.Writer) {
+	report.fill(*scaler.estimate, checkNow())
 	if w := wakeFromZeroWarning(setup, report); w != "" {
 		report.Warnings = append(report.Warnings, w)
 	}
-	diagnoseCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	diagnose(diagnoseCtx, setup, report, estimate, stderr)
+	diagnoseCtx, cancel := context.WithTimeout(ctx, timeout)
+	diagnose(diagnoseCtx, setup, report, scaler.estimate, stderr)
 	cancel()
-	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
-	plan := hpa.settle(int32(min(o.current, 1<<30)), report.Metric, report.Active)
+	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: scaler.trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
+	plan := hpa.settle(int32(min(current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan
+}
 
-	if o.output == "json" {
+// writeCheckReport prints the report as a table or a JSON document.
+func writeCheckReport(stdout, stderr io.Writer, output string, report *checkReport) int {
+	var err error
+	if output == "json" {
 		err = writeJSON(stdout, report)
 	} else {
 		err = writeCheckTable(stdout, report)

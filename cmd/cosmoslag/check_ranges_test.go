@@ -24,7 +24,7 @@ func checkAgainst(t *testing.T, srv *cosmostest.Server, min string) (table, stde
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, stderr)
 	}
 	code, out, _ := runCmd(t, "check", "-f", so, "--auth", ta, "-o", "json")
-	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitOK || report.CheckEstimate == nil {
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitOK || report.checkEstimate == nil {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
 	}
 	assertNoSecret(t, srv.Key(), table, stderr, out)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 const scaledObjectYAML = `apiVersion: keda.sh/v1alpha1
@@ -114,12 +113,7 @@ func TestCheckEmulatorJSON(t *testing.T) {
 // with one lease 7 changes behind and one whose range has split.
 func newTestAccount(t *testing.T) *cosmostest.Server {
 	t.Helper()
-	srv := cosmostest.NewServer()
-	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("shop")
-	data := db.CreateContainer("orders", "/pk", 2)
-	leases := db.CreateContainer("leases", "/id", 1)
-	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
+	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -280,22 +274,8 @@ func TestCheckBadArguments(t *testing.T) {
 	}
 }
 
-func assertNoSecret(t *testing.T, secret string, outputs ...string) {
-	t.Helper()
-	for _, o := range outputs {
-		if strings.Contains(o, secret) {
-			t.Errorf("a secret appears in the output:\n%s", o)
-		}
-	}
-}
-
 func TestCheckJavaEPKLeases(t *testing.T) {
-	srv := cosmostest.NewServer()
-	defer srv.Close()
-	db := srv.CreateDatabase("shop")
-	data := db.CreateContainer("orders", "/pk", 2)
-	leases := db.CreateContainer("leases", "/id", 1)
-	proc := leasetest.NewWriter("order-projector", data, leases, "java-v1")
+	srv, data, proc := newShopAccount(t, 2, "java-v1")
 	tokens, err := proc.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -335,15 +315,10 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 // check shows the mode each lease is read in; an all-versions-and-deletes
 // processor's pending deletes are its lag.
 func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
-	srv := cosmostest.NewServer()
-	defer srv.Close()
-	db := srv.CreateDatabase("shop")
-	data := db.CreateContainer("orders", "/pk", 1)
-	leases := db.CreateContainer("leases", "/id", 1)
+	srv, data, proc := newShopAccount(t, 1, "dotnet-v0")
 	if _, err := data.Upsert(map[string]any{"id": "o1", "pk": "p"}); err != nil {
 		t.Fatal(err)
 	}
-	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
 	proc.Mode = cosmostest.AllVersionsAndDeletes
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)

@@ -5,9 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
 // check prints the scaler's own warnings on the trigger's metadata, a
@@ -56,12 +53,7 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 // zero, and check says so, in the table and the JSON; at minReplicaCount 1
 // it does not.
 func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
-	srv := cosmostest.NewServer()
-	defer srv.Close()
-	db := srv.CreateDatabase("shop")
-	data := db.CreateContainer("orders", "/pk", 2)
-	leases := db.CreateContainer("leases", "/id", 1)
-	proc := leasetest.NewWriter("order-projector", data, leases, "dotnet-v0")
+	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(false); err != nil { // never checkpointed
 		t.Fatal(err)
 	}

@@ -60,8 +60,11 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.BoolVar(&o.sim.Functions, "functions", false, "run the processor of an Azure Functions app without LeaseContainerPrefix (leases without a prefix; the trigger's processorName is \"\")")
 	fs.BoolVar(&o.sim.Merge, "merge", false, "enable partition merge on the account and merge two adjacent partitions part-way through,\nafter the split; the processor follows the merge as the .NET SDK does (EPK leases over the old ranges)")
 	fs.BoolVar(&o.sim.AllVersionsAndDeletes, "all-versions-and-deletes", false, "run an all-versions-and-deletes processor (its leases record the mode; a fifth of the writes are deletes)")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag demo [flags]
+	return fs, usageWith(fs, demoHelp)
+}
+
+// demoHelp is the help of cosmoslag demo, before its flags.
+const demoHelp = `Usage: cosmoslag demo [flags]
 
 Runs the azure-cosmosdb scaler against an embedded Cosmos DB server (no
 Azure account needed) while simulating a deployment:
@@ -87,12 +90,7 @@ partitions and metric, whether the trigger is active, the replicas chosen,
 and the HTTP requests and request units the poll cost. A summary follows.
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func (o *demoOptions) validate() error {
 	var errs []error
@@ -180,7 +178,46 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	}
 	defer w.close()
 
-	config := &scalersconfig.ScalerConfig{
+	var last *scalers.AzureCosmosDBEstimate
+	scaler, _, err := scalers.NewObservedAzureCosmosDBScaler(demoScalerConfig(o, w.srv.ConnectionString()), func(e scalers.AzureCosmosDBEstimate) { last = &e })
+	if err != nil {
+		return nil, fmt.Errorf("creating the scaler: %w", err)
+	}
+	defer scaler.Close(context.Background())
+	metricName := scaler.GetMetricSpecForScaling(ctx)[0].External.Metric.Name
+	printDemoHeader(out, o, w.srv.URL(), metricName)
+
+	var polls []demoPoll
+	model := &demoScaling{o: o, hpa: &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown, ScaleDownWindow: o.scaleDown}}
+	steps := int(o.sim.Duration / o.sim.Interval)
+	start := time.Now()
+	for k := 0; k <= steps; k++ {
+		var events []string
+		if k > 0 {
+			if events, err = w.step(ctx, k, int(model.replicas)); err != nil && ctx.Err() == nil {
+				return polls, fmt.Errorf("simulation: %w", err)
+			}
+		}
+		if ctx.Err() != nil || !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
+			fmt.Fprintln(out, "interrupted")
+			break
+		}
+		at := time.Duration(k) * o.sim.Interval
+		last = nil
+		p := pollScaler(ctx, scaler, metricName, &last)
+		p.At, p.Events = at, append(events, p.Events...)
+		model.decide(&p)
+		polls = append(polls, p)
+		printPoll(out, p)
+	}
+	printDemoSummary(out, o, w, polls)
+	return polls, nil
+}
+
+// demoScalerConfig is the ScaledObject's trigger the demo polls, on the
+// embedded account.
+func demoScalerConfig(o demoOptions, connection string) *scalersconfig.ScalerConfig {
+	return &scalersconfig.ScalerConfig{
 		ScalableObjectName:      demoProcessor,
 		ScalableObjectNamespace: "demo",
 		ScalableObjectType:      "ScaledObject",
@@ -196,90 +233,54 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 			"changeFeedLagThreshold":           strconv.FormatInt(o.threshold, 10),
 			"activationChangeFeedLagThreshold": strconv.FormatInt(o.activation, 10),
 		},
-		AuthParams: map[string]string{"connection": w.srv.ConnectionString()},
+		AuthParams: map[string]string{"connection": connection},
 	}
-	var last *scalers.AzureCosmosDBEstimate
-	scaler, _, err := scalers.NewObservedAzureCosmosDBScaler(config, func(e scalers.AzureCosmosDBEstimate) { last = &e })
-	if err != nil {
-		return nil, fmt.Errorf("creating the scaler: %w", err)
-	}
-	defer scaler.Close(context.Background())
-	metricName := scaler.GetMetricSpecForScaling(ctx)[0].External.Metric.Name
+}
 
-	hpa := &autoscaler{Min: 0, Max: int32(o.maxReplicas), Target: o.threshold, MetricType: v2.AverageValueMetricType, Cooldown: o.cooldown, ScaleDownWindow: o.scaleDown}
-	steps := int(o.sim.Duration / o.sim.Interval)
-	window := fmt.Sprintf("scale-down stabilization %s", o.scaleDown)
-	if o.scaleDown != defaultScaleDownWindow {
-		window += fmt.Sprintf(" (the HPA's default is %ds)", int(defaultScaleDownWindow/time.Second))
-	}
-	merge := ""
-	if o.sim.Merge {
-		merge = ", partition merge enabled"
-	}
-	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor%s\n",
-		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode(), merge)
-	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", w.srv.URL(), o.sim.processor(), metricName)
-	if o.sim.Functions {
-		fmt.Fprintln(out, `an Azure Functions app without LeaseContainerPrefix: its leases carry no prefix, and the trigger says processorName: ""`)
-	}
-	printPollHeader(out)
+// demoScaling is the KEDA + HPA model over the demo's polls and what it
+// has explained so far.
+type demoScaling struct {
+	o        demoOptions
+	hpa      *autoscaler
+	replicas int32
+	// What the last poll's events said: the rule that decided, whether
+	// the metric's cap bound and at which count, whether EPK leases were
+	// explained.
+	lastKind   decisionKind
+	lastCapped bool
+	lastCap    int64
+	epkShown   bool
+}
 
-	var polls []demoPoll
-	replicas := int32(0)
-	var (
-		lastKind   decisionKind
-		lastCapped bool
-		lastCap    int64
-		epkShown   bool
-	)
-	start := time.Now()
-	simStart := time.Unix(0, 0)
-	for k := 0; k <= steps; k++ {
-		var events []string
-		if k > 0 {
-			if events, err = w.step(ctx, k, int(replicas)); err != nil && ctx.Err() == nil {
-				return polls, fmt.Errorf("simulation: %w", err)
-			}
-		}
-		if ctx.Err() != nil || !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
-			fmt.Fprintln(out, "interrupted")
-			break
-		}
-		at := time.Duration(k) * o.sim.Interval
-		last = nil
-		p := pollScaler(ctx, scaler, metricName, &last)
-		p.At, p.Events = at, append(events, p.Events...)
-		if p.Err == nil && p.EPKActive > 0 && !epkShown {
-			epkShown = true
-			p.Events = append(p.Events, fmt.Sprintf("scaler: %d EPK lease(s) each read their part of the merged range, %d of them lagging: %d active partition(s)",
-				p.EPKLeases, p.EPKActive, p.EPKActive))
-		}
-		if p.Err == nil {
-			// The metric's cap: the HPA asks for no more replicas than
-			// there are partitions with lag. Said when it starts to bind
-			// or binds at another count.
-			if capped := p.Metric < p.TotalLag; capped && (!lastCapped || p.ActivePartitions != lastCap) {
-				p.Events = append(p.Events, fmt.Sprintf("scaler: metric capped at %d active partition(s) × %d = %d < lag %d",
-					p.ActivePartitions, o.threshold, p.Metric, p.TotalLag))
-			}
-			lastCapped, lastCap = p.Metric < p.TotalLag, p.ActivePartitions
-			// Every decision is explained when the replica count or the
-			// rule that decided it changes (a tolerance or a stabilization
-			// hold keeps the count; so does a running cooldown period).
-			d := hpa.step(simStart.Add(at), replicas, p.Metric, p.Active)
-			if d.Replicas != replicas || d.kind != lastKind {
-				p.Events = append(p.Events, d.Reason)
-			}
-			replicas, lastKind = d.Replicas, d.kind
-		} else {
-			p.Events = append(p.Events, "poll failed, replicas unchanged: "+p.Err.Error())
-		}
-		p.Replicas = replicas
-		polls = append(polls, p)
-		printPoll(out, p)
+// decide sets the poll's replica count and adds the events that explain
+// it.
+func (s *demoScaling) decide(p *demoPoll) {
+	if p.Err == nil && p.EPKActive > 0 && !s.epkShown {
+		s.epkShown = true
+		p.Events = append(p.Events, fmt.Sprintf("scaler: %d EPK lease(s) each read their part of the merged range, %d of them lagging: %d active partition(s)",
+			p.EPKLeases, p.EPKActive, p.EPKActive))
 	}
-	printDemoSummary(out, o, w, polls)
-	return polls, nil
+	if p.Err == nil {
+		// The metric's cap: the HPA asks for no more replicas than
+		// there are partitions with lag. Said when it starts to bind
+		// or binds at another count.
+		if capped := p.Metric < p.TotalLag; capped && (!s.lastCapped || p.ActivePartitions != s.lastCap) {
+			p.Events = append(p.Events, fmt.Sprintf("scaler: metric capped at %d active partition(s) × %d = %d < lag %d",
+				p.ActivePartitions, s.o.threshold, p.Metric, p.TotalLag))
+		}
+		s.lastCapped, s.lastCap = p.Metric < p.TotalLag, p.ActivePartitions
+		// Every decision is explained when the replica count or the
+		// rule that decided it changes (a tolerance or a stabilization
+		// hold keeps the count; so does a running cooldown period).
+		d := s.hpa.step(time.Unix(0, 0).Add(p.At), s.replicas, p.Metric, p.Active)
+		if d.Replicas != s.replicas || d.kind != s.lastKind {
+			p.Events = append(p.Events, d.Reason)
+		}
+		s.replicas, s.lastKind = d.Replicas, d.kind
+	} else {
+		p.Events = append(p.Events, "poll failed, replicas unchanged: "+p.Err.Error())
+	}
+	p.Replicas = s.replicas
 }
 
 // pollScaler polls the scaler once as KEDA does and shows the estimate

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -145,4 +146,41 @@ func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, 
 		return exitBadArgs, false
 	}
 	return exitOK, true
+}
+
+// usageWith is a command's usage: its help text, then its flags.
+func usageWith(fs *flag.FlagSet, help string) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, help)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// parseFlagsJSON is parseFlags for a command with -o json: when the flags
+// are invalid and the arguments ask for JSON, standard output holds one
+// document with the first line of the error.
+func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var flagErrors strings.Builder
+	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
+		if code != exitOK && jsonRequested(args) {
+			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
+		}
+		return code, false
+	}
+	return exitOK, true
+}
+
+// badArgs is how a command with -o json refuses invalid flags, files or
+// configuration: the message on stderr and, when *output is json, the
+// document doc makes of it on stdout; exit status 2.
+func badArgs(command string, output *string, stdout, stderr io.Writer, doc func(msg string) any) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "cosmoslag %s: %s\n", command, msg)
+		if *output == "json" {
+			_ = writeJSON(stdout, doc(msg))
+		}
+		return exitBadArgs
+	}
 }

@@ -1,30 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runCmd runs cosmoslag in-process and returns its exit code and output.
-func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestUsage(t *testing.T) {
 	code, _, stderr := runCmd(t)
@@ -54,6 +33,31 @@ func TestSubcommandHelp(t *testing.T) {
 		if code != exitBadArgs || stdout != "" || !strings.Contains(stderr, "flag provided but not defined: -bogus") ||
 			!strings.Contains(stderr, `Run "cosmoslag `+tc.cmd+` --help"`) || strings.Contains(stderr, "Flags:") {
 			t.Errorf("%s --bogus: code %d, stdout %q, stderr %q", tc.cmd, code, stdout, stderr)
+		}
+	}
+}
+
+// cosmoslag help <command> shows that command's help; an unknown one is
+// named and refused.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"demo", "check", "validate", "serve"} {
+		code, stdout, _ := runCmd(t, "help", cmd)
+		_, want, _ := runCmd(t, cmd, "--help")
+		if code != exitOK || stdout != want || !strings.Contains(stdout, "Usage: cosmoslag "+cmd) {
+			t.Errorf("help %s: code %d, stdout %.80q, want %s --help's", cmd, code, stdout, cmd)
+		}
+	}
+	if code, _, stderr := runCmd(t, "help", "dmeo"); code != exitBadArgs || !strings.Contains(stderr, `unknown command "dmeo"`) {
+		t.Errorf("help dmeo: code %d, stderr %q", code, stderr)
+	}
+}
+
+// --version prints the command name and the Go version it was built with.
+func TestVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "version"} {
+		code, stdout, _ := runCmd(t, flag)
+		if code != exitOK || !strings.HasPrefix(stdout, "cosmoslag ") || !strings.Contains(stdout, "go1.") {
+			t.Errorf("%s: code %d, stdout %q", flag, code, stdout)
 		}
 	}
 }

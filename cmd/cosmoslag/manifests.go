@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
@@ -174,6 +174,34 @@ func (m *manifests) addFragment(triggers []any, where, path string) error {
 
 var yamlSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
 
+// readInputs reads what check and validate resolve a trigger from: the
+// --env-file files (later ones win), the --set values, and the manifest
+// files, whose Secrets' values are recorded for redaction.
+func readInputs(envFiles []string, set map[string]string, files []string) (*manifests, *localValues, error) {
+	values := newLocalValues()
+	for _, f := range envFiles {
+		if err := values.readEnvFile(f); err != nil {
+			return nil, nil, fmt.Errorf("--env-file: %w", err)
+		}
+	}
+	values.set = set
+	var m manifests
+	for _, f := range files {
+		if err := readManifests(&m, f); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, sec := range m.secrets {
+		for _, v := range sec.Data {
+			values.secrets.Add(string(v))
+		}
+		for _, v := range sec.StringData {
+			values.secrets.Add(v)
+		}
+	}
+	return &m, values, nil
+}
+
 func splitYAML(raw []byte) [][]byte {
 	var docs [][]byte
 	for _, d := range yamlSeparator.Split(string(raw), -1) {
@@ -192,11 +220,11 @@ func splitYAML(raw []byte) [][]byte {
 type localValues struct {
 	set     map[string]string
 	files   map[string]string
-	secrets *scalers.Secrets // values that must never be printed
+	secrets *redact.Secrets // values that must never be printed
 }
 
 func newLocalValues() *localValues {
-	return &localValues{set: map[string]string{}, files: map[string]string{}, secrets: &scalers.Secrets{}}
+	return &localValues{set: map[string]string{}, files: map[string]string{}, secrets: &redact.Secrets{}}
 }
 
 func (l *localValues) lookup(key string) (string, bool) {
@@ -206,7 +234,7 @@ func (l *localValues) lookup(key string) (string, bool) {
 	if v, ok := l.files[key]; ok {
 		return v, true
 	}
-	if scalers.IsEnvVarName(key) {
+	if redact.IsEnvVarName(key) {
 		return os.LookupEnv(key)
 	}
 	return "", false

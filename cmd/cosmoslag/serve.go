@@ -52,8 +52,11 @@ func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.certFile, "cert-file", "", "serve this certificate (PEM) instead of a fresh one, with --key-file; when neither\nfile exists, a self-signed certificate valid for a year is written to both on\nfirst start, so a restarted server is trusted by the same clients")
 	fs.StringVar(&o.keyFile, "key-file", "", "private key (PEM, written with mode 0600) of --cert-file")
 	fs.BoolVar(&o.merge, "enable-partition-merge", false, "enable partition merge on the account: POST /control/merge merges ranges, and every\nCosmos DB request must declare the PartitionMerge capability (400 otherwise)")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag serve [flags]
+	return fs, usageWith(fs, serveHelp)
+}
+
+// serveHelp is the help of cosmoslag serve, before its flags.
+const serveHelp = `Usage: cosmoslag serve [flags]
 
 Runs the embedded Cosmos DB server as a standalone process, for clients in
 other processes (a KEDA operator in a cluster, a change feed processor):
@@ -137,12 +140,7 @@ Example:
   cosmoslag serve --cert-file /var/lib/cosmos/cert.pem --key-file /var/lib/cosmos/key.pem --ca-file /tmp/cosmos-ca.pem
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func (o *serveOptions) validate() error {
 	var errs []error
@@ -192,26 +190,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // serve runs both listeners until ctx ends.
 func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
-	opts := []cosmostest.Option{
-		cosmostest.WithAddress(o.addr),
-		cosmostest.WithKey(o.key),
-		cosmostest.WithAccountName(o.account),
-		// A standalone server runs for hours: the control API's request
-		// log keeps the recent requests only.
-		cosmostest.WithRequestLogLimit(1000),
-	}
-	if o.merge {
-		opts = append(opts, cosmostest.WithPartitionMerge())
-	}
-	if o.certFile != "" {
-		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)
-		if err != nil {
-			return err
-		}
-		if created {
-			fmt.Fprintf(logw, "cosmoslag serve: wrote a new certificate to %s and its key to %s\n", o.certFile, o.keyFile)
-		}
-		opts = append(opts, cosmostest.WithCertificate(cert))
+	opts, err := serverOptions(o, logw)
+	if err != nil {
+		return err
 	}
 	srv, err := cosmostest.NewTLS(opts...)
 	if err != nil {
@@ -253,6 +234,34 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 	srv.Close()
 	fmt.Fprintln(logw, "cosmoslag serve: stopped")
 	return nil
+}
+
+// serverOptions are the embedded server's options from the flags; with
+// --cert-file, its certificate is the one kept there (written first when
+// there is none).
+func serverOptions(o serveOptions, logw io.Writer) ([]cosmostest.Option, error) {
+	opts := []cosmostest.Option{
+		cosmostest.WithAddress(o.addr),
+		cosmostest.WithKey(o.key),
+		cosmostest.WithAccountName(o.account),
+		// A standalone server runs for hours: the control API's request
+		// log keeps the recent requests only.
+		cosmostest.WithRequestLogLimit(1000),
+	}
+	if o.merge {
+		opts = append(opts, cosmostest.WithPartitionMerge())
+	}
+	if o.certFile != "" {
+		cert, created, err := keptCertificate(o.certFile, o.keyFile, o.addr)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			fmt.Fprintf(logw, "cosmoslag serve: wrote a new certificate to %s and its key to %s\n", o.certFile, o.keyFile)
+		}
+		opts = append(opts, cosmostest.WithCertificate(cert))
+	}
+	return opts, nil
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a reader

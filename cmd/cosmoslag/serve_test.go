@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,42 +26,6 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in different
-// goroutines; lines sends every complete line written.
-type syncBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	partial []byte
-	lines   chan string
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{lines: make(chan string, 100)} }
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	b.partial = append(b.partial, p...)
-	for {
-		i := bytes.IndexByte(b.partial, '\n')
-		if i < 0 {
-			break
-		}
-		select {
-		case b.lines <- string(b.partial[:i]):
-		default:
-		}
-		b.partial = b.partial[i+1:]
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // served is a running "cosmoslag serve".
 type served struct {
@@ -630,5 +593,20 @@ func TestServeStopsOnSignal(t *testing.T) {
 				t.Errorf("stderr:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// serve --help says what the scaler makes of leases written without
+// startFromNow (no continuation: ignored) and what the leases field names.
+func TestServeHelpOnLeasesWithoutContinuation(t *testing.T) {
+	_, help, _ := runCmd(t, "help", "serve")
+	flat := strings.Join(strings.Fields(help), " ")
+	for _, want := range []string{"leases is the lease container's id", "no continuation", "the scaler ignores such leases"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("serve --help does not say %q", want)
+		}
+	}
+	if strings.Contains(flat, "the lag is every item") {
+		t.Error("serve --help still says leases without startFromNow lag by every item")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -56,8 +57,8 @@ type triggerSetup struct {
 	// ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior, or
 	// the HPA's default.
 	scaleDownWindow time.Duration
-	secrets         *scalers.Secrets // values to redact from every output
-	notes           []string         // warnings for stderr
+	secrets         *redact.Secrets // values to redact from every output
+	notes           []string        // warnings for stderr
 	// warnings are the scaler's own warnings on the trigger's metadata as
 	// written in the manifest (unknown keys, secrets in plain metadata):
 	// key names only, never a value.
@@ -109,9 +110,8 @@ func buildTrigger(m *manifests, selector string, set map[string]string, values *
 // KEDA would, from local values instead of the cluster (check and validate).
 func setupTrigger(m *manifests, target scalable, index int, set map[string]string, values *localValues, sample bool) (*triggerSetup, error) {
 	trigger := target.triggers[index]
-	namespace := target.namespace
 	s := &triggerSetup{
-		scaledObject: namespace + "/" + target.name,
+		scaledObject: target.namespace + "/" + target.name,
 		index:        index,
 		name:         trigger.Name,
 		min:          defaultMinReplicas,
@@ -121,39 +121,10 @@ func setupTrigger(m *manifests, target scalable, index int, set map[string]strin
 		notes:        slices.Clone(m.notes),
 	}
 	s.scaleDownWindow = defaultScaleDownWindow
-	if so := target.so; so != nil {
-		s.min = derefOr(so.Spec.MinReplicaCount, defaultMinReplicas)
-		s.max = derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas)
-		s.cooldown = time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second
-		if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
-			a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown != nil && a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds != nil {
-			s.scaleDownWindow = time.Duration(*a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second
-		}
-		if so.Spec.IdleReplicaCount != nil {
-			s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
-		}
+	if target.so != nil {
+		s.readScaledObject(target.so)
 	}
-	metricType := trigger.MetricType
-	if metricType == "" {
-		metricType = v2.AverageValueMetricType
-	}
-	cfg := &scalersconfig.ScalerConfig{
-		ScalableObjectName:      target.name,
-		ScalableObjectNamespace: namespace,
-		ScalableObjectType:      target.kind,
-		TriggerName:             trigger.Name,
-		TriggerType:             trigger.Type,
-		TriggerIndex:            index,
-		TriggerMetadata:         maps.Clone(trigger.Metadata),
-		AuthParams:              map[string]string{},
-		ResolvedEnv:             map[string]string{},
-		MetricType:              metricType,
-		GlobalHTTPTimeout:       10 * time.Second,
-		ScaledObject:            target.object,
-	}
-	if cfg.TriggerMetadata == nil {
-		cfg.TriggerMetadata = map[string]string{}
-	}
+	cfg := newScalerConfig(target, index)
 	s.config = cfg
 	// From the manifest's metadata, before --set adds parameters to it
 	// (a credential given with --set is not in plain metadata).
@@ -185,6 +156,49 @@ func setupTrigger(m *manifests, target scalable, index int, set map[string]strin
 		s.secrets.Add(v)
 	}
 	return s, nil
+}
+
+// readScaledObject takes the replica bounds, the cooldown period and the
+// HPA's scale-down stabilization window from the ScaledObject.
+func (s *triggerSetup) readScaledObject(so *kedav1alpha1.ScaledObject) {
+	s.min = derefOr(so.Spec.MinReplicaCount, defaultMinReplicas)
+	s.max = derefOr(so.Spec.MaxReplicaCount, defaultMaxReplicas)
+	s.cooldown = time.Duration(derefOr(so.Spec.CooldownPeriod, int32(defaultCooldown/time.Second))) * time.Second
+	if a := so.Spec.Advanced; a != nil && a.HorizontalPodAutoscalerConfig != nil && a.HorizontalPodAutoscalerConfig.Behavior != nil &&
+		a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown != nil && a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds != nil {
+		s.scaleDownWindow = time.Duration(*a.HorizontalPodAutoscalerConfig.Behavior.ScaleDown.StabilizationWindowSeconds) * time.Second
+	}
+	if so.Spec.IdleReplicaCount != nil {
+		s.notes = append(s.notes, "idleReplicaCount is not modelled: replicas are computed as if it were unset")
+	}
+}
+
+// newScalerConfig is KEDA's scaler config of trigger index of target,
+// before its parameters are resolved.
+func newScalerConfig(target scalable, index int) *scalersconfig.ScalerConfig {
+	trigger := target.triggers[index]
+	metricType := trigger.MetricType
+	if metricType == "" {
+		metricType = v2.AverageValueMetricType
+	}
+	cfg := &scalersconfig.ScalerConfig{
+		ScalableObjectName:      target.name,
+		ScalableObjectNamespace: target.namespace,
+		ScalableObjectType:      target.kind,
+		TriggerName:             trigger.Name,
+		TriggerType:             trigger.Type,
+		TriggerIndex:            index,
+		TriggerMetadata:         maps.Clone(trigger.Metadata),
+		AuthParams:              map[string]string{},
+		ResolvedEnv:             map[string]string{},
+		MetricType:              metricType,
+		GlobalHTTPTimeout:       10 * time.Second,
+		ScaledObject:            target.object,
+	}
+	if cfg.TriggerMetadata == nil {
+		cfg.TriggerMetadata = map[string]string{}
+	}
+	return cfg
 }
 
 func selectTrigger(target scalable, selector string) (int, error) {
@@ -231,24 +245,7 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 	}
 	kind := cmpOr(ref.Kind, "TriggerAuthentication")
 	namespace := s.config.ScalableObjectNamespace
-	var auth *namedAuth
-	var elsewhere []string // namespaces of same-named TriggerAuthentications KEDA would not find
-	for i := range m.auths {
-		a := &m.auths[i]
-		if a.kind != kind || a.name != ref.Name {
-			continue
-		}
-		if kind == "TriggerAuthentication" && a.namespace != "" && a.namespace != namespace {
-			elsewhere = append(elsewhere, a.namespace)
-			continue
-		}
-		auth = a
-	}
-	notFound := ""
-	if len(elsewhere) > 0 {
-		notFound = fmt.Sprintf(" (the one given is in namespace %s, not the ScaledObject's namespace %s: KEDA looks it up in the ScaledObject's namespace and would not find it)",
-			strings.Join(elsewhere, ", "), namespace)
-	}
+	auth, notFound := findAuth(m, kind, ref.Name, namespace)
 	// KEDA reads a ClusterTriggerAuthentication's Secrets in its own
 	// namespace, KEDA_CLUSTER_OBJECT_NAMESPACE ("keda" by default).
 	secretNamespace := namespace
@@ -259,26 +256,81 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		if sample {
 			return nil
 		}
-		// The docs' examples all use an authenticationRef; a user who gives
-		// the account's parameters with --set need not write the
-		// TriggerAuthentication out.
-		var given []string
-		for _, p := range accountParams {
-			if _, ok := overridden[p]; ok {
-				given = append(given, p)
-			}
-		}
-		if len(given) > 0 {
-			s.notes = append(s.notes, fmt.Sprintf("%s %s was not given (--auth)%s; the account parameters come from --set: %s",
-				kind, ref.Name, notFound, strings.Join(given, ", ")))
-			return nil
-		}
-		return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt(ref.Name), notFound)
+		return s.withoutAuth(kind, ref.Name, notFound, overridden)
 	}
 	spec := auth.spec
 	if spec.PodIdentity != nil {
 		s.config.PodIdentity = *spec.PodIdentity
 	}
+	s.noteUnreadSources(kind, ref.Name, &spec)
+	refs := authRefs(&spec)
+	if sample {
+		// Not resolved: --emulator replaces them. Recorded for its banner.
+		for _, r := range refs {
+			s.authRefParams = append(s.authRefParams, r.param)
+		}
+		return nil
+	}
+	for _, r := range refs {
+		if _, ok := overridden[r.param]; ok {
+			continue
+		}
+		v, err := lookupAuthRef(m, values, kind, ref.Name, secretNamespace, r)
+		if err != nil {
+			return err
+		}
+		s.config.AuthParams[r.param] = v
+		if r.what == "secret" {
+			s.secrets.Add(v)
+		}
+	}
+	return nil
+}
+
+// findAuth finds the kind named name that KEDA would use for a
+// ScaledObject in namespace; when it is not found, notFound says where
+// same-named ones are that KEDA would not find ("" when none).
+func findAuth(m *manifests, kind, name, namespace string) (auth *namedAuth, notFound string) {
+	var elsewhere []string // namespaces of same-named TriggerAuthentications KEDA would not find
+	for i := range m.auths {
+		a := &m.auths[i]
+		if a.kind != kind || a.name != name {
+			continue
+		}
+		if kind == "TriggerAuthentication" && a.namespace != "" && a.namespace != namespace {
+			elsewhere = append(elsewhere, a.namespace)
+			continue
+		}
+		auth = a
+	}
+	if len(elsewhere) > 0 {
+		notFound = fmt.Sprintf(" (the one given is in namespace %s, not the ScaledObject's namespace %s: KEDA looks it up in the ScaledObject's namespace and would not find it)",
+			strings.Join(elsewhere, ", "), namespace)
+	}
+	return auth, notFound
+}
+
+// withoutAuth is a referenced TriggerAuthentication that was not given:
+// the docs' examples all use an authenticationRef, and a user who gives
+// the account's parameters with --set need not write it out.
+func (s *triggerSetup) withoutAuth(kind, name, notFound string, overridden map[string]string) error {
+	var given []string
+	for _, p := range accountParams {
+		if _, ok := overridden[p]; ok {
+			given = append(given, p)
+		}
+	}
+	if len(given) > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%s %s was not given (--auth)%s; the account parameters come from --set: %s",
+			kind, name, notFound, strings.Join(given, ", ")))
+		return nil
+	}
+	return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt(name), notFound)
+}
+
+// noteUnreadSources notes each of the TriggerAuthentication's sources that
+// cannot be read from here.
+func (s *triggerSetup) noteUnreadSources(kind, name string, spec *kedav1alpha1.TriggerAuthenticationSpec) {
 	for _, src := range []struct {
 		name    string
 		present bool
@@ -289,70 +341,63 @@ func (s *triggerSetup) resolveAuth(m *manifests, ref *kedav1alpha1.Authenticatio
 		{"azureServicePrincipal", spec.AzureServicePrincipal != nil}, {"filePath", spec.FilePath != ""},
 	} {
 		if src.present {
-			s.notes = append(s.notes, fmt.Sprintf("%s %s: %s cannot be read from here and is ignored; supply its parameters with --set", kind, ref.Name, src.name))
+			s.notes = append(s.notes, fmt.Sprintf("%s %s: %s cannot be read from here and is ignored; supply its parameters with --set", kind, name, src.name))
 		}
 	}
-	if sample {
-		// Not resolved: --emulator replaces them. Recorded for its banner.
-		for _, r := range spec.SecretTargetRef {
-			s.authRefParams = append(s.authRefParams, r.Parameter)
-		}
-		for _, r := range spec.ConfigMapTargetRef {
-			s.authRefParams = append(s.authRefParams, r.Parameter)
-		}
-		for _, r := range spec.Env {
-			s.authRefParams = append(s.authRefParams, r.Parameter)
-		}
-		return nil
-	}
-	type ref3 struct{ what, name, key, param string }
-	var refs []ref3
+}
+
+// authRef is one parameter a TriggerAuthentication takes from a secret, a
+// config map or an environment variable (name is "" for the last).
+type authRef struct{ what, name, key, param string }
+
+// authRefs lists the TriggerAuthentication's secret, config map and
+// environment references, in that order.
+func authRefs(spec *kedav1alpha1.TriggerAuthenticationSpec) []authRef {
+	var refs []authRef
 	for _, r := range spec.SecretTargetRef {
-		refs = append(refs, ref3{"secret", r.Name, r.Key, r.Parameter})
+		refs = append(refs, authRef{"secret", r.Name, r.Key, r.Parameter})
 	}
 	for _, r := range spec.ConfigMapTargetRef {
-		refs = append(refs, ref3{"configMap", r.Name, r.Key, r.Parameter})
+		refs = append(refs, authRef{"configMap", r.Name, r.Key, r.Parameter})
 	}
 	for _, r := range spec.Env {
-		refs = append(refs, ref3{"environment variable", "", r.Name, r.Parameter})
+		refs = append(refs, authRef{"environment variable", "", r.Name, r.Parameter})
 	}
-	for _, r := range refs {
-		if _, ok := overridden[r.param]; ok {
-			continue
+	return refs
+}
+
+// lookupAuthRef is the local value of one reference of TriggerAuthentication
+// kind name: --set first; for a secret, a Secret document of that name in
+// the namespace KEDA reads decides; then --env-file and the environment.
+func lookupAuthRef(m *manifests, values *localValues, kind, name, secretNamespace string, r authRef) (string, error) {
+	v, ok := values.set[r.key]
+	var elsewhere, secretOption string
+	if !ok && r.what == "secret" {
+		// A Secret document of that name in the namespace KEDA reads
+		// decides; only without one do local values stand in.
+		var found bool
+		var namespaces []string
+		v, found, ok, namespaces = m.secretValue(secretNamespace, r.name, r.key)
+		if found && !ok {
+			return "", fmt.Errorf("%s %s: parameter %s comes from Secret %s/%s, which has no key %q", kind, name, r.param, secretNamespace, r.name, r.key)
 		}
-		v, ok := values.set[r.key]
-		var elsewhere, secretOption string
-		if !ok && r.what == "secret" {
-			// A Secret document of that name in the namespace KEDA reads
-			// decides; only without one do local values stand in.
-			var found bool
-			var namespaces []string
-			v, found, ok, namespaces = m.secretValue(secretNamespace, r.name, r.key)
-			if found && !ok {
-				return fmt.Errorf("%s %s: parameter %s comes from Secret %s/%s, which has no key %q", kind, ref.Name, r.param, secretNamespace, r.name, r.key)
-			}
-			if len(namespaces) > 0 {
-				elsewhere = fmt.Sprintf(" (Secret %s is given in namespace %s; KEDA reads it in namespace %s)", r.name, strings.Join(namespaces, ", "), secretNamespace)
-			}
-			secretOption = fmt.Sprintf(", a kind: Secret document (namespace %s) in the -f or --auth files", secretNamespace)
+		if len(namespaces) > 0 {
+			elsewhere = fmt.Sprintf(" (Secret %s is given in namespace %s; KEDA reads it in namespace %s)", r.name, strings.Join(namespaces, ", "), secretNamespace)
 		}
-		if !ok {
-			v, ok = values.lookup(r.key)
-		}
-		if !ok {
-			where := fmt.Sprintf("%s %q", r.what, r.key)
-			if r.name != "" {
-				where = fmt.Sprintf("%s %q key %q", r.what, r.name, r.key)
-			}
-			return fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value%s: pass --set %s=…%s, an --env-file with %s=…, or set it in the environment",
-				kind, ref.Name, r.param, where, elsewhere, r.key, secretOption, r.key)
-		}
-		s.config.AuthParams[r.param] = v
-		if r.what == "secret" {
-			s.secrets.Add(v)
-		}
+		secretOption = fmt.Sprintf(", a kind: Secret document (namespace %s) in the -f or --auth files", secretNamespace)
 	}
-	return nil
+	if !ok {
+		v, ok = values.lookup(r.key)
+	}
+	if !ok {
+		where := fmt.Sprintf("%s %q", r.what, r.key)
+		if r.name != "" {
+			where = fmt.Sprintf("%s %q key %q", r.what, r.name, r.key)
+		}
+		return "", fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value%s: pass --set %s=…%s, an --env-file with %s=…, or set it in the environment",
+			kind, name, r.param, where, elsewhere, r.key, secretOption, r.key)
+	}
+	return v, nil
 }
 
 // resolveEnv fills ResolvedEnv, the scale target's environment, for every

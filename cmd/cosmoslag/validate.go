@@ -51,8 +51,11 @@ func validateFlags(o *validateOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")
 	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests,\nor a Secret key / environment variable the manifests reference (repeatable)")
 	fs.StringVar(&o.output, "o", "table", "output format: table (one line per trigger) or json (one document, as check -o json)")
-	usage := func(w io.Writer) {
-		fmt.Fprint(w, `Usage: cosmoslag validate -f manifests.yaml [-f more.yaml …] [flags]
+	return fs, usageWith(fs, validateHelp)
+}
+
+// validateHelp is the help of cosmoslag validate, before its flags.
+const validateHelp = `Usage: cosmoslag validate -f manifests.yaml [-f more.yaml …] [flags]
 
 Checks every azure-cosmosdb trigger of the ScaledObjects and ScaledJobs in
 the files offline: its parameters are resolved as check resolves them (the
@@ -71,33 +74,19 @@ Exit status: 0 every trigger is valid, 2 a trigger is invalid (or the flags
 or files are, or the files hold no azure-cosmosdb trigger).
 
 Flags:
-`)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	return fs, usage
-}
+`
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var o validateOptions
 	fs, usage := validateFlags(&o)
-	var flagErrors strings.Builder
-	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
-		if code != exitOK && jsonRequested(args) {
-			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
-		}
+	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
 		return code
 	}
 	report := validateReport{Triggers: []validateResult{}, Notes: []string{}}
-	bad := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "cosmoslag validate: %s\n", msg)
-		if o.output == "json" {
-			report.Error, report.ExitCode = msg, exitBadArgs
-			_ = writeJSON(stdout, report)
-		}
-		return exitBadArgs
-	}
+	bad := badArgs("validate", &o.output, stdout, stderr, func(msg string) any {
+		report.Error, report.ExitCode = msg, exitBadArgs
+		return report
+	})
 	switch {
 	case o.output != "table" && o.output != "json":
 		o.output = "table"
@@ -107,55 +96,15 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	case len(o.files) == 0:
 		return bad("-f manifests.yaml is required (see --help)")
 	}
-	values := newLocalValues()
-	for _, f := range o.envFiles {
-		if err := values.readEnvFile(f); err != nil {
-			return bad("--env-file: %v", err)
-		}
-	}
-	values.set = o.set.values
-	var m manifests
-	for _, f := range o.files {
-		if err := readManifests(&m, f); err != nil {
-			return bad("%v", err)
-		}
-	}
-	for _, sec := range m.secrets {
-		for _, v := range sec.Data {
-			values.secrets.Add(string(v))
-		}
-		for _, v := range sec.StringData {
-			values.secrets.Add(v)
-		}
+	m, values, err := readInputs(o.envFiles, o.set.values, o.files)
+	if err != nil {
+		return bad("%v", err)
 	}
 	for _, n := range m.notes {
 		fmt.Fprintf(stderr, "cosmoslag validate: note: %s\n", n)
 	}
 	report.Notes = append(report.Notes, m.notes...)
-
-	var targets []scalable
-	for i := range m.scaledObjects {
-		targets = append(targets, scaledObjectTarget(&m.scaledObjects[i]))
-	}
-	for i := range m.scaledJobs {
-		targets = append(targets, scaledJobTarget(&m.scaledJobs[i]))
-	}
-	for _, target := range targets {
-		for index, t := range target.triggers {
-			if t.Type != triggerType {
-				continue
-			}
-			r := validateTrigger(&m, target, index, o.set.values, values)
-			report.Checked++
-			if !r.Valid {
-				report.Invalid++
-			}
-			report.Triggers = append(report.Triggers, r)
-			if o.output == "table" {
-				printValidateResult(stdout, r)
-			}
-		}
-	}
+	validateAll(m, &report, o.set.values, values, stdout, o.output == "table")
 	if report.Checked == 0 {
 		return bad("the files hold no ScaledObject or ScaledJob with an azure-cosmosdb trigger (found %d ScaledObject(s), %d ScaledJob(s))", len(m.scaledObjects), len(m.scaledJobs))
 	}
@@ -171,6 +120,35 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stdout, "%d trigger(s) checked, %d invalid\n", report.Checked, report.Invalid)
 	return report.ExitCode
+}
+
+// validateAll validates every azure-cosmosdb trigger of the ScaledObjects,
+// then of the ScaledJobs, into the report; with table, each result is
+// printed as it comes.
+func validateAll(m *manifests, report *validateReport, set map[string]string, values *localValues, stdout io.Writer, table bool) {
+	var targets []scalable
+	for i := range m.scaledObjects {
+		targets = append(targets, scaledObjectTarget(&m.scaledObjects[i]))
+	}
+	for i := range m.scaledJobs {
+		targets = append(targets, scaledJobTarget(&m.scaledJobs[i]))
+	}
+	for _, target := range targets {
+		for index, t := range target.triggers {
+			if t.Type != triggerType {
+				continue
+			}
+			r := validateTrigger(m, target, index, set, values)
+			report.Checked++
+			if !r.Valid {
+				report.Invalid++
+			}
+			report.Triggers = append(report.Triggers, r)
+			if table {
+				printValidateResult(stdout, r)
+			}
+		}
+	}
 }
 
 // printValidateResult prints one trigger's lines: its warnings and notes,

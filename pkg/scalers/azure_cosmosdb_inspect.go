@@ -5,15 +5,14 @@ package scalers
 // azure-cosmosdb scaler: each estimate as the scaler made it (through the
 // same estimate method GetMetricsAndActivity uses), its parameters as its
 // `keda:` tags declare them, and the warnings its configuration draws.
+// What the commands keep from printing (credentials) is internal/redact's.
 
 import (
 	"context"
 	"fmt"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/metrics/pkg/apis/external_metrics"
@@ -156,49 +155,3 @@ func AzureCosmosDBWarnings(triggerMetadata map[string]string, ignore ...string) 
 	}
 	return warnings
 }
-
-var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// IsEnvVarName reports whether s is a portable environment variable name.
-// Cosmos DB keys and connection strings always contain '=', so a secret
-// value is never taken for a name.
-func IsEnvVarName(s string) bool { return envVarName.MatchString(s) }
-
-// Secrets collects credential values that must never be printed.
-type Secrets struct{ values []string }
-
-// Add records values to redact and, for a connection string, the account
-// key inside it.
-func (s *Secrets) Add(values ...string) {
-	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		s.values = append(s.values, v)
-		for part := range strings.SplitSeq(v, ";") {
-			if name, key, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(strings.TrimSpace(name), "AccountKey") && key != "" {
-				s.values = append(s.values, strings.TrimSpace(key))
-			}
-		}
-	}
-}
-
-// Redact replaces every recorded secret of at least 4 characters in text
-// (shorter ones would garble it without hiding anything worth hiding).
-func (s *Secrets) Redact(text string) string {
-	long := make([]string, 0, len(s.values))
-	for _, v := range s.values {
-		if len(v) >= 4 {
-			long = append(long, v)
-		}
-	}
-	// Longest first, so a connection string goes before the key inside it.
-	sort.SliceStable(long, func(i, j int) bool { return len(long[i]) > len(long[j]) })
-	for _, v := range long {
-		text = strings.ReplaceAll(text, v, "[redacted]")
-	}
-	return text
-}
-
-// Clone returns an independent copy.
-func (s *Secrets) Clone() *Secrets { return &Secrets{values: slices.Clone(s.values)} }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -103,32 +102,5 @@ func TestParametersComeFromTheTags(t *testing.T) {
 	}
 	if len(accountParams) != 12 || slices.Contains(accountParams, "databaseId") {
 		t.Errorf("account parameters %v, want the 12 of azure.CosmosDBAuth", accountParams)
-	}
-}
-
-func TestSecretsRedact(t *testing.T) {
-	var s scalers.Secrets
-	s.Add("", "abc=", "AccountEndpoint=https://a.documents.azure.com/;AccountKey=a2V5LWZvci10ZXN0cw==;", "ab")
-	for _, tc := range []struct{ in, want string }{
-		{"key abc=, again abc=", "key [redacted], again [redacted]"},
-		{"conn AccountEndpoint=https://a.documents.azure.com/;AccountKey=a2V5LWZvci10ZXN0cw==; key a2V5LWZvci10ZXN0cw==", "conn [redacted] key [redacted]"},
-		{"ab is too short to hide", "ab is too short to hide"},
-	} {
-		if got := s.Redact(tc.in); got != tc.want {
-			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	c := s.Clone()
-	c.Add("only-in-the-clone")
-	if strings.Contains(c.Redact("only-in-the-clone"), "only") || !strings.Contains(s.Redact("only-in-the-clone"), "only") {
-		t.Error("Clone shares its values with the original")
-	}
-}
-
-func TestIsEnvVarName(t *testing.T) {
-	for name, want := range map[string]bool{"COSMOS_CONNECTION": true, "_x1": true, "1X": false, "": false, "a=b": false, "AccountKey=abc==": false} {
-		if got := scalers.IsEnvVarName(name); got != want {
-			t.Errorf("IsEnvVarName(%q) = %v", name, got)
-		}
 	}
 }

@@ -46,36 +46,65 @@ func (w *world) writer(l *simLease) *leasetest.Writer {
 func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error) {
 	var events []string
 	if replicas > 0 {
-		var merged, epkTokens []string
-		into := ""
-		for _, l := range w.sortedLeases() {
-			switch {
-			case !l.stale:
-				continue
-			case l.mergedInto != "":
-				token, err := w.followMerge(l)
-				if err != nil {
-					return nil, err
-				}
-				merged, epkTokens, into = append(merged, l.token), append(epkTokens, shortEPK(token)), l.mergedInto
-				continue
+		var err error
+		if events, err = w.replaceStaleLeases(); err != nil {
+			return nil, err
+		}
+	}
+	owned, err := w.assignLeases(replicas)
+	if err != nil {
+		return nil, err
+	}
+	for r := 1; r <= replicas; r++ {
+		if l := owned[r]; l != nil {
+			if err := w.drain(ctx, l); err != nil {
+				return nil, err
 			}
-			children, err := w.leaseWriter.ReplaceAfterSplit(l.token)
+		}
+	}
+	return events, nil
+}
+
+// replaceStaleLeases replaces each stale parent lease: by its children
+// after a split, by an EPK lease over its part of the merged range after a
+// merge.
+func (w *world) replaceStaleLeases() ([]string, error) {
+	var events []string
+	var merged, epkTokens []string
+	into := ""
+	for _, l := range w.sortedLeases() {
+		switch {
+		case !l.stale:
+			continue
+		case l.mergedInto != "":
+			token, err := w.followMerge(l)
 			if err != nil {
 				return nil, err
 			}
-			delete(w.leases, l.token)
-			for _, c := range children {
-				w.leases[c] = &simLease{token: c, rangeID: c, checkpoint: l.checkpoint, caughtUp: -1}
-			}
-			events = append(events, fmt.Sprintf("processor: lease %s replaced by %s", l.token, strings.Join(children, ", ")))
+			merged, epkTokens, into = append(merged, l.token), append(epkTokens, shortEPK(token)), l.mergedInto
+			continue
 		}
-		if len(merged) > 0 {
-			events = append(events, fmt.Sprintf("processor: lease(s) %s → EPK lease(s) %s of merged range %s, each from its old continuation (as .NET does)",
-				strings.Join(merged, ", "), strings.Join(epkTokens, ", "), into))
+		children, err := w.leaseWriter.ReplaceAfterSplit(l.token)
+		if err != nil {
+			return nil, err
 		}
+		delete(w.leases, l.token)
+		for _, c := range children {
+			w.leases[c] = &simLease{token: c, rangeID: c, checkpoint: l.checkpoint, caughtUp: -1}
+		}
+		events = append(events, fmt.Sprintf("processor: lease %s replaced by %s", l.token, strings.Join(children, ", ")))
 	}
+	if len(merged) > 0 {
+		events = append(events, fmt.Sprintf("processor: lease(s) %s → EPK lease(s) %s of merged range %s, each from its old continuation (as .NET does)",
+			strings.Join(merged, ", "), strings.Join(epkTokens, ", "), into))
+	}
+	return events, nil
+}
 
+// assignLeases releases the leases of replicas that are gone and gives
+// each replica without work the unowned lease with the most pending
+// changes; it returns each replica's lease.
+func (w *world) assignLeases(replicas int) (map[int]*simLease, error) {
 	owned := map[int]*simLease{}
 	for _, l := range w.sortedLeases() {
 		if l.owner > replicas {
@@ -105,36 +134,32 @@ func (w *world) runConsumer(ctx context.Context, replicas int) ([]string, error)
 		}
 		owned[r] = next
 	}
+	return owned, nil
+}
 
-	for r := 1; r <= replicas; r++ {
-		l := owned[r]
-		if l == nil {
-			continue
-		}
-		budget := w.cfg.DrainRate*w.cfg.Interval.Seconds() + l.carry
-		n := int(budget)
-		l.carry = budget - float64(n)
-		if n <= 0 || w.pending(l) == 0 {
-			continue
-		}
-		lsn := w.data.LSN(l.rangeID)
-		changes, err := w.feed.read(ctx, l, n)
-		if err != nil {
-			return nil, err
-		}
-		if changes.Count < n {
-			l.caughtUp, l.carry = lsn, 0
-		}
-		if changes.Count == 0 {
-			continue
-		}
-		l.checkpoint = max(l.checkpoint, changes.Last)
-		w.Processed += int64(changes.Count)
-		if err := w.writer(l).Checkpoint(l.token, l.checkpoint); err != nil {
-			return nil, err
-		}
+// drain is one interval of a replica on its lease: it reads up to its
+// budget of changes and checkpoints after them.
+func (w *world) drain(ctx context.Context, l *simLease) error {
+	budget := w.cfg.DrainRate*w.cfg.Interval.Seconds() + l.carry
+	n := int(budget)
+	l.carry = budget - float64(n)
+	if n <= 0 || w.pending(l) == 0 {
+		return nil
 	}
-	return events, nil
+	lsn := w.data.LSN(l.rangeID)
+	changes, err := w.feed.read(ctx, l, n)
+	if err != nil {
+		return err
+	}
+	if changes.Count < n {
+		l.caughtUp, l.carry = lsn, 0
+	}
+	if changes.Count == 0 {
+		return nil
+	}
+	l.checkpoint = max(l.checkpoint, changes.Last)
+	w.Processed += int64(changes.Count)
+	return w.writer(l).Checkpoint(l.token, l.checkpoint)
 }
 
 // pending is what the processor guesses of a lease's backlog without

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,37 +40,11 @@ type changes struct {
 // within the physical range holding it.
 func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (changes, error) {
 	const operation = "read change feed"
-	rangeID, checkpoint := l.rangeID, l.checkpoint
-	path := "/dbs/" + demoDatabase + "/colls/" + demoContainer + "/docs"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint+path, nil)
+	rangeID := l.rangeID
+	req, err := f.request(ctx, l, maxItems)
 	if err != nil {
 		return changes{}, err
 	}
-	date := time.Now().UTC().Format(http.TimeFormat)
-	auth, err := cosmostest.MasterKeyAuthorization(f.key, http.MethodGet, path, date)
-	if err != nil {
-		return changes{}, err
-	}
-	h := req.Header
-	h.Set("Authorization", auth)
-	h.Set("x-ms-date", date)
-	h.Set("x-ms-version", "2020-11-05")
-	h.Set("A-IM", "Incremental feed")
-	if f.allVersionsAndDeletes {
-		h.Set("A-IM", "Full-Fidelity Feed")
-		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
-	}
-	h.Set("If-None-Match", strconv.Quote(strconv.FormatInt(checkpoint, 10)))
-	h.Set("x-ms-max-item-count", strconv.Itoa(maxItems))
-	h.Set("x-ms-documentdb-partitionkeyrangeid", rangeID)
-	if l.epk {
-		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
-		h.Set("x-ms-start-epk", l.minEPK)
-		h.Set("x-ms-end-epk", l.maxEPK)
-	}
-	// As the SDKs do: an account with partition merge enabled refuses
-	// clients that do not declare the capability.
-	h.Set("x-ms-cosmos-sdk-supportedcapabilities", "1")
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
@@ -86,8 +61,53 @@ func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (chang
 	if err != nil {
 		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
 	}
-	// The LSN of a change: the item's _lsn for latest versions, the change's
-	// metadata.lsn for all versions and deletes.
+	c, err := f.parse(body)
+	if err != nil {
+		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
+	}
+	return c, nil
+}
+
+// request is the signed change feed read of the lease's range (or EPK
+// sub-range) after its checkpoint, as the SDKs send it.
+func (f *feedReader) request(ctx context.Context, l *simLease, maxItems int) (*http.Request, error) {
+	path := "/dbs/" + demoDatabase + "/colls/" + demoContainer + "/docs"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, err := cosmostest.MasterKeyAuthorization(f.key, http.MethodGet, path, date)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	h.Set("Authorization", auth)
+	h.Set("x-ms-date", date)
+	h.Set("x-ms-version", "2020-11-05")
+	h.Set("A-IM", "Incremental feed")
+	if f.allVersionsAndDeletes {
+		h.Set("A-IM", "Full-Fidelity Feed")
+		h.Set("x-ms-cosmos-changefeed-wire-format-version", "2021-09-15")
+	}
+	h.Set("If-None-Match", strconv.Quote(strconv.FormatInt(l.checkpoint, 10)))
+	h.Set("x-ms-max-item-count", strconv.Itoa(maxItems))
+	h.Set("x-ms-documentdb-partitionkeyrangeid", l.rangeID)
+	if l.epk {
+		h.Set("x-ms-read-key-type", "EffectivePartitionKeyRange")
+		h.Set("x-ms-start-epk", l.minEPK)
+		h.Set("x-ms-end-epk", l.maxEPK)
+	}
+	// As the SDKs do: an account with partition merge enabled refuses
+	// clients that do not declare the capability.
+	h.Set("x-ms-cosmos-sdk-supportedcapabilities", "1")
+	return req, nil
+}
+
+// parse counts the changes of a page and finds the last one's LSN: the
+// item's _lsn for latest versions, the change's metadata.lsn for all
+// versions and deletes.
+func (f *feedReader) parse(body []byte) (changes, error) {
 	var page struct {
 		Documents []struct {
 			LSN      *int64 `json:"_lsn"`
@@ -97,7 +117,7 @@ func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (chang
 		}
 	}
 	if err := json.Unmarshal(body, &page); err != nil {
-		return changes{}, fmt.Errorf("%s of range %s: malformed response body: %w", operation, rangeID, err)
+		return changes{}, fmt.Errorf("malformed response body: %w", err)
 	}
 	c := changes{Count: len(page.Documents)}
 	if c.Count == 0 {
@@ -112,7 +132,7 @@ func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (chang
 		}
 	}
 	if lsn == nil {
-		return changes{}, fmt.Errorf("%s of range %s: the last change has no LSN", operation, rangeID)
+		return changes{}, errors.New("the last change has no LSN")
 	}
 	c.Last = *lsn
 	return c, nil

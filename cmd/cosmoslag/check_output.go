@@ -34,16 +34,16 @@ type checkReport struct {
 
 	// The estimate's fields are absent when it failed, so that a script
 	// cannot read a failure as a real zero lag or an inactive trigger.
-	*CheckEstimate
+	*checkEstimate
 	Replicas *replicaPlan `json:"replicas,omitempty"`
 
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
 }
 
-// CheckEstimate (exported so that encoding/json fills it when decoding) is the part of check's result that only a successful
+// checkEstimate is the part of check's result that only a successful
 // estimate has.
-type CheckEstimate struct {
+type checkEstimate struct {
 	Leases         []leaseRow `json:"leases"`
 	StaleParents   int        `json:"staleParents"`
 	SplitRetried   bool       `json:"splitRetried"`
@@ -94,7 +94,7 @@ type leaseRow struct {
 
 func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 	res, s := e.CosmosDBLagEstimate, e.CosmosDBLagSummary
-	r.CheckEstimate = &CheckEstimate{}
+	r.checkEstimate = &checkEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		row := leaseRow{
@@ -146,6 +146,18 @@ func writeJSON(w io.Writer, r any) error {
 
 func writeCheckTable(w io.Writer, r *checkReport) error {
 	var b strings.Builder
+	writeCheckHeader(&b, r)
+	if err := writeLeaseTable(&b, r); err != nil {
+		return err
+	}
+	writeCheckTotals(&b, r)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeCheckHeader writes the trigger, the processor, the metric and the
+// warnings.
+func writeCheckHeader(b *strings.Builder, r *checkReport) {
 	trigger := fmt.Sprintf("trigger %d", r.TriggerIndex)
 	if r.TriggerName != "" {
 		trigger += " (" + r.TriggerName + ")"
@@ -154,94 +166,107 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 	if r.SampleAccount {
 		account = " [embedded server]"
 	}
-	fmt.Fprintf(&b, "ScaledObject  %s, %s%s\n", r.ScaledObject, trigger, account)
-	fmt.Fprintf(&b, "Processor     %s: monitors %s/%s, leases in %s/%s\n", r.Processor, r.Database, r.Container, r.LeaseDatabase, r.LeaseContainer)
-	fmt.Fprintf(&b, "Metric        %s (%s, target %d, activation above %d)\n\n", r.MetricName, r.MetricType, r.Threshold, r.Activation)
+	fmt.Fprintf(b, "ScaledObject  %s, %s%s\n", r.ScaledObject, trigger, account)
+	fmt.Fprintf(b, "Processor     %s: monitors %s/%s, leases in %s/%s\n", r.Processor, r.Database, r.Container, r.LeaseDatabase, r.LeaseContainer)
+	fmt.Fprintf(b, "Metric        %s (%s, target %d, activation above %d)\n\n", r.MetricName, r.MetricType, r.Threshold, r.Activation)
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "WARNING  %s\n", w)
+		fmt.Fprintf(b, "WARNING  %s\n", w)
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n")
 	}
+}
 
+// writeLeaseTable writes a row per lease, with a RANGE column when a
+// lease's range merged or split.
+func writeLeaseTable(b *strings.Builder, r *checkReport) error {
 	if len(r.Leases) == 0 {
-		fmt.Fprintf(&b, "No leases: the lease query returned %d document(s) for this processor; leases never checkpointed\n"+
+		fmt.Fprintf(b, "No leases: the lease query returned %d document(s) for this processor; leases never checkpointed\n"+
 			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
-	} else {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		changes := slices.ContainsFunc(r.Leases, func(l leaseRow) bool { return l.RangeChange != "" })
-		header := "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG\tOLDEST PENDING"
+		return nil
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	changes := slices.ContainsFunc(r.Leases, func(l leaseRow) bool { return l.RangeChange != "" })
+	header := "LEASE\tFORMAT\tMODE\tOWNER\tCONTINUATION\tLAG\tOLDEST PENDING"
+	if changes {
+		header += "\tRANGE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, l := range r.Leases {
+		lagText := fmt.Sprint(l.Lag)
+		if l.StaleParent {
+			lagText = "stale parent"
+		}
+		age := "-"
+		if l.PendingAgeSeconds != nil {
+			age = formatAge(*l.PendingAgeSeconds)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
 		if changes {
-			header += "\tRANGE"
+			row += "\t" + rangeChangeText(l)
 		}
-		fmt.Fprintln(tw, header)
-		for _, l := range r.Leases {
-			lagText := fmt.Sprint(l.Lag)
-			if l.StaleParent {
-				lagText = "stale parent"
-			}
-			age := "-"
-			if l.PendingAgeSeconds != nil {
-				age = formatAge(*l.PendingAgeSeconds)
-			}
-			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Token, l.Format, l.Mode, cmpOr(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
-			if changes {
-				row += "\t" + rangeChangeText(l)
-			}
-			fmt.Fprintln(tw, row)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		b.WriteString("\n")
+		fmt.Fprintln(tw, row)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	return nil
+}
 
-	leases := fmt.Sprintf("%d lease(s)", len(r.Leases))
-	if r.StaleParents > 0 {
-		kinds := map[string]int{}
-		for _, l := range r.Leases {
-			if l.StaleParent && l.RangeChange != "" {
-				kinds[l.RangeChange]++
-			}
-		}
-		var of []string
-		for _, k := range []string{"merged", "split"} {
-			if kinds[k] > 0 {
-				of = append(of, fmt.Sprintf("%d of a %s range", kinds[k], k))
-			}
-		}
-		stale := fmt.Sprintf("%d stale parent(s)", r.StaleParents)
-		if len(of) > 0 {
-			stale += " (" + strings.Join(of, ", ") + ")"
-		}
-		leases += ", " + stale + ": at least 1 partition counted active so the processor wakes to replace them"
-	}
-	fmt.Fprintf(&b, "Total lag          %d over %s\n", r.TotalLag, leases)
+// writeCheckTotals writes the totals, the metric, the activity, the HPA's
+// decision and the cost.
+func writeCheckTotals(b *strings.Builder, r *checkReport) {
+	fmt.Fprintf(b, "Total lag          %d over %s\n", r.TotalLag, leasesText(r))
 	if r.OldestPendingSince != nil {
-		fmt.Fprintf(&b, "Oldest pending     %s ago (lease %s, made %s)\n", formatAge(*r.OldestPendingAgeSeconds), r.OldestPendingLease, r.OldestPendingSince.Format(time.RFC3339))
+		fmt.Fprintf(b, "Oldest pending     %s ago (lease %s, made %s)\n", formatAge(*r.OldestPendingAgeSeconds), r.OldestPendingLease, r.OldestPendingSince.Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(&b, "Oldest pending     none known\n")
+		fmt.Fprintf(b, "Oldest pending     none known\n")
 	}
-	fmt.Fprintf(&b, "Active partitions  %d\n", r.ActivePartitions)
-	fmt.Fprintf(&b, "Metric             %d = min(total lag %d, %d active partition(s) × %d)\n", r.Metric, r.TotalLag, r.ActivePartitions, r.Threshold)
+	fmt.Fprintf(b, "Active partitions  %d\n", r.ActivePartitions)
+	fmt.Fprintf(b, "Metric             %d = min(total lag %d, %d active partition(s) × %d)\n", r.Metric, r.TotalLag, r.ActivePartitions, r.Threshold)
 	cmp := "≤"
 	if r.Active {
 		cmp = ">"
 	}
-	fmt.Fprintf(&b, "Active             %s (total lag %d %s activation %d)\n", yesNo(r.Active), r.TotalLag, cmp, r.Activation)
+	fmt.Fprintf(b, "Active             %s (total lag %d %s activation %d)\n", yesNo(r.Active), r.TotalLag, cmp, r.Activation)
 	if p := r.Replicas; p != nil {
-		fmt.Fprintf(&b, "Replicas           %d → %d: %s [min %d, max %d]\n", p.Current, p.Desired, strings.Join(p.Steps, "; "), p.Min, p.Max)
+		fmt.Fprintf(b, "Replicas           %d → %d: %s [min %d, max %d]\n", p.Current, p.Desired, strings.Join(p.Steps, "; "), p.Min, p.Max)
 		if p.AfterWindow != nil {
-			fmt.Fprintf(&b, "                   → %d once the scale-down stabilization window (%ds) has passed with readings like this one\n", *p.AfterWindow, p.ScaleDownWindowSeconds)
+			fmt.Fprintf(b, "                   → %d once the scale-down stabilization window (%ds) has passed with readings like this one\n", *p.AfterWindow, p.ScaleDownWindowSeconds)
 		}
 	}
 	split := ""
 	if r.SplitRetried {
 		split = "; a split was seen and the estimate redone"
 	}
-	fmt.Fprintf(&b, "Cost               %d request(s), %.2f RU, %d ms%s\n", r.Requests, r.RequestCharge, r.DurationMillis, split)
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(b, "Cost               %d request(s), %.2f RU, %d ms%s\n", r.Requests, r.RequestCharge, r.DurationMillis, split)
+}
+
+// leasesText counts the leases for the Total lag line, and the stale
+// parents among them by the change of their range.
+func leasesText(r *checkReport) string {
+	leases := fmt.Sprintf("%d lease(s)", len(r.Leases))
+	if r.StaleParents == 0 {
+		return leases
+	}
+	kinds := map[string]int{}
+	for _, l := range r.Leases {
+		if l.StaleParent && l.RangeChange != "" {
+			kinds[l.RangeChange]++
+		}
+	}
+	var of []string
+	for _, k := range []string{"merged", "split"} {
+		if kinds[k] > 0 {
+			of = append(of, fmt.Sprintf("%d of a %s range", kinds[k], k))
+		}
+	}
+	stale := fmt.Sprintf("%d stale parent(s)", r.StaleParents)
+	if len(of) > 0 {
+		stale += " (" + strings.Join(of, ", ") + ")"
+	}
+	return leases + ", " + stale + ": at least 1 partition counted active so the processor wakes to replace them"
 }
 
 // rangeChangeText is the RANGE cell of a lease whose range merged or split.

@@ -11,6 +11,25 @@ import (
 
 const pollFormat = "%7s %7s %10s %7s %6s %8s %8s %7s  %s\n"
 
+// printDemoHeader prints what the demo runs, then the table's header.
+func printDemoHeader(out io.Writer, o demoOptions, url, metricName string) {
+	window := fmt.Sprintf("scale-down stabilization %s", o.scaleDown)
+	if o.scaleDown != defaultScaleDownWindow {
+		window += fmt.Sprintf(" (the HPA's default is %ds)", int(defaultScaleDownWindow/time.Second))
+	}
+	merge := ""
+	if o.sim.Merge {
+		merge = ", partition merge enabled"
+	}
+	fmt.Fprintf(out, "cosmoslag demo: %d partitions, threshold %d, activation %d, writes %.0f/s, drain %.0f/s per replica, max %d replicas, %s, seed %d, %s processor%s\n",
+		o.sim.Partitions, o.threshold, o.activation, o.sim.WriteRate, o.sim.DrainRate, o.maxReplicas, window, o.sim.Seed, o.sim.mode(), merge)
+	fmt.Fprintf(out, "embedded Cosmos DB at %s; processor %q, metric %s\n\n", url, o.sim.processor(), metricName)
+	if o.sim.Functions {
+		fmt.Fprintln(out, `an Azure Functions app without LeaseContainerPrefix: its leases carry no prefix, and the trigger says processorName: ""`)
+	}
+	printPollHeader(out)
+}
+
 func printPollHeader(w io.Writer) {
 	fmt.Fprintf(w, pollFormat, "TIME", "LAG", "PARTITIONS", "METRIC", "ACTIVE", "REPLICAS", "REQUESTS", "RU", "EVENTS")
 }

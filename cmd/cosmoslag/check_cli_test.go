@@ -5,31 +5,6 @@ import (
 	"testing"
 )
 
-// cosmoslag help <command> shows that command's help; an unknown one is
-// named and refused.
-func TestHelpCommand(t *testing.T) {
-	for _, cmd := range []string{"demo", "check", "validate", "serve"} {
-		code, stdout, _ := runCmd(t, "help", cmd)
-		_, want, _ := runCmd(t, cmd, "--help")
-		if code != exitOK || stdout != want || !strings.Contains(stdout, "Usage: cosmoslag "+cmd) {
-			t.Errorf("help %s: code %d, stdout %.80q, want %s --help's", cmd, code, stdout, cmd)
-		}
-	}
-	if code, _, stderr := runCmd(t, "help", "dmeo"); code != exitBadArgs || !strings.Contains(stderr, `unknown command "dmeo"`) {
-		t.Errorf("help dmeo: code %d, stderr %q", code, stderr)
-	}
-}
-
-// --version prints the command name and the Go version it was built with.
-func TestVersion(t *testing.T) {
-	for _, flag := range []string{"--version", "version"} {
-		code, stdout, _ := runCmd(t, flag)
-		if code != exitOK || !strings.HasPrefix(stdout, "cosmoslag ") || !strings.Contains(stdout, "go1.") {
-			t.Errorf("%s: code %d, stdout %q", flag, code, stdout)
-		}
-	}
-}
-
 // A --set argument without key= may be a secret pasted alone: the error
 // names the flag but never echoes the argument.
 func TestCheckSetWithoutEqualsNeverEchoesTheValue(t *testing.T) {
@@ -91,35 +66,5 @@ spec:
 	code, _, stderr := runCmd(t, "check", "-f", sj, "--emulator")
 	if code != exitBadArgs || !strings.Contains(stderr, "ScaledJob orders-job") || strings.Contains(stderr, "found 0") {
 		t.Errorf("code %d, stderr %q", code, stderr)
-	}
-}
-
-// writeMinimalScaledObject writes a ScaledObject with one azure-cosmosdb
-// trigger; extra is appended inside its flow-style metadata map.
-func writeMinimalScaledObject(t *testing.T, extra string) string {
-	t.Helper()
-	return writeFile(t, t.TempDir(), "so.yaml", `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata: {name: orders}
-spec:
-  scaleTargetRef: {name: orders}
-  triggers:
-    - type: azure-cosmosdb
-      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p`+extra+`}
-`)
-}
-
-// serve --help says what the scaler makes of leases written without
-// startFromNow (no continuation: ignored) and what the leases field names.
-func TestServeHelpOnLeasesWithoutContinuation(t *testing.T) {
-	_, help, _ := runCmd(t, "help", "serve")
-	flat := strings.Join(strings.Fields(help), " ")
-	for _, want := range []string{"leases is the lease container's id", "no continuation", "the scaler ignores such leases"} {
-		if !strings.Contains(flat, want) {
-			t.Errorf("serve --help does not say %q", want)
-		}
-	}
-	if strings.Contains(flat, "the lag is every item") {
-		t.Error("serve --help still says leases without startFromNow lag by every item")
 	}
 }
