@@ -32,6 +32,7 @@ type cosmosDBPartitionKeyRange struct {
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
+	docs                cosmosDBResource // the container's documents, which every read addresses
 
 	mu      sync.Mutex
 	ranges  []cosmosDBPartitionKeyRange
@@ -155,8 +156,7 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 		h.Set("X-Ms-Start-Epk", minEPK)
 		h.Set("X-Ms-End-Epk", maxEPK)
 	}
-	docs := r.client.resource("dbs", r.database, "colls", r.container, "docs")
-	status, reply, body, err := r.client.send(ctx, http.MethodGet, docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
+	status, reply, body, err := r.client.send(ctx, http.MethodGet, r.docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
 	if err != nil || status == http.StatusNotModified {
 		return 0, time.Time{}, err
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -137,13 +136,15 @@ type cosmosDBRequestKey struct{}
 func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (int, http.Header, []byte, error) {
 	start, sent := time.Now(), &cosmosDBRequest{cosmosDBResource: r}
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBRequestKey{}, sent), method, r.url)
+	if err == nil && header != nil {
+		req.Raw().Header = header // the caller's, made for this request
+	}
 	if err == nil && query != nil {
 		err = req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json")
 	}
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	maps.Copy(req.Raw().Header, header)
 	runtime.SkipBodyDownload(req) // cosmosDBTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {

@@ -90,7 +90,8 @@ type CosmosDBLagEstimator struct {
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
 func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
 	return &CosmosDBLagEstimator{data: data, leases: leases, names: names,
-		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container}}
+		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container,
+			docs: data.resource("dbs", names.Database, "colls", names.Container, "docs")}}
 }
 
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
