@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
@@ -61,24 +62,6 @@ const (
 	connEnv       = "COSMOS_CONNECTION"
 )
 
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is an embedded Cosmos DB account with a lagging processor
 // ("orders-processor": 4 ranges, 30 pending items each) and the external
 // scaler serving on loopback, with a generated gRPC client.
@@ -90,7 +73,7 @@ type fixture struct {
 	client  pb.ExternalScalerClient
 	conn    *grpc.ClientConn
 	addr    string
-	logs    *syncBuffer
+	logs    *testhelp.SyncBuffer
 	env     map[string]string
 	created atomic.Int32 // in-tree scalers built
 	closed  atomic.Int32 // in-tree scalers closed
@@ -114,7 +97,7 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, cosmos: cosmos, proc: proc, logs: &syncBuffer{},
+	f := &fixture{t: t, cosmos: cosmos, proc: proc, logs: &testhelp.SyncBuffer{},
 		env: map[string]string{connEnv: cosmos.ConnectionString()}, served: make(chan error, 1)}
 	o := serverOptions{
 		httpTimeout:    5 * time.Second,
@@ -272,13 +255,12 @@ func (c *closeCounter) Close(ctx context.Context) error {
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	testhelp.Eventually(t, timeout, 10*time.Millisecond, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New("not yet")
+	})
 }
 
 // assertStatus checks a gRPC error's code and that its message mentions

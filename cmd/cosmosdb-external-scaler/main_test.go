@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
@@ -53,12 +54,12 @@ func TestFlags(t *testing.T) {
 // logLines follows a JSON log stream.
 type logLines struct {
 	lines chan map[string]any
-	all   *syncBuffer
+	all   *testhelp.SyncBuffer
 	done  chan struct{}
 }
 
 func followLogs(r io.Reader) *logLines {
-	l := &logLines{lines: make(chan map[string]any, 1000), all: &syncBuffer{}, done: make(chan struct{})}
+	l := &logLines{lines: make(chan map[string]any, 1000), all: &testhelp.SyncBuffer{}, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		sc := bufio.NewScanner(r)

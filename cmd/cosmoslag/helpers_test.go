@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
@@ -67,40 +66,4 @@ spec:
     - type: azure-cosmosdb
       metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: p`+extra+`}
 `)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in different
-// goroutines; lines sends every complete line written.
-type syncBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	partial []byte
-	lines   chan string
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{lines: make(chan string, 100)} }
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	b.partial = append(b.partial, p...)
-	for {
-		i := bytes.IndexByte(b.partial, '\n')
-		if i < 0 {
-			break
-		}
-		select {
-		case b.lines <- string(b.partial[:i]):
-		default:
-		}
-		b.partial = b.partial[i+1:]
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

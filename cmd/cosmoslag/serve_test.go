@@ -33,15 +33,15 @@ type served struct {
 	control  string // http://127.0.0.1:port
 	caFile   string
 	client   *http.Client // trusts only the CA file
-	stdout   *syncBuffer
-	stderr   *syncBuffer
+	stdout   *testhelp.SyncBuffer
+	stderr   *testhelp.SyncBuffer
 }
 
 // startServe runs serve in-process on free loopback ports, waits for its
 // two ready lines, and on cleanup cancels it and expects exit 0.
 func startServe(t *testing.T, extra ...string) *served {
 	t.Helper()
-	s := &served{caFile: filepath.Join(t.TempDir(), "ca.pem"), stdout: newSyncBuffer(), stderr: newSyncBuffer()}
+	s := &served{caFile: filepath.Join(t.TempDir(), "ca.pem"), stdout: testhelp.NewSyncBuffer(100), stderr: testhelp.NewSyncBuffer(100)}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--control-addr", "127.0.0.1:0", "--ca-file", s.caFile}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -63,7 +63,7 @@ func startServe(t *testing.T, extra ...string) *served {
 	timeout := time.After(10 * time.Second)
 	for s.endpoint == "" || s.control == "" {
 		select {
-		case line := <-s.stdout.lines:
+		case line := <-s.stdout.Lines():
 			if v, ok := strings.CutPrefix(line, "cosmos endpoint "); ok {
 				s.endpoint = v
 			} else if v, ok := strings.CutPrefix(line, "control api "); ok {

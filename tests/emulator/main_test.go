@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
@@ -31,25 +32,7 @@ var tokenIssuer *entraidtest.Issuer
 
 // scalerLogs captures everything the scaler logs (verbosity 1 included), so
 // tests can assert that no secret ever reaches a log line.
-var scalerLogs = &syncBuffer{}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(line)
-	b.buf.WriteByte('\n')
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+var scalerLogs = &testhelp.SyncBuffer{}
 
 // proxyHosts answers the CONNECT proxy's tunnelled requests: a host a test
 // routed with routeHost goes to its handler, every other to tokenIssuer.
@@ -97,7 +80,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	logf.SetLogger(funcr.New(func(prefix, args string) { scalerLogs.add(prefix + " " + args) }, funcr.Options{Verbosity: 1}))
+	logf.SetLogger(funcr.New(func(prefix, args string) { scalerLogs.WriteLine(prefix + " " + args) }, funcr.Options{Verbosity: 1}))
 	issuer, err := entraidtest.New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

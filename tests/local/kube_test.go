@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 var scaledObjectResource = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
@@ -196,15 +198,7 @@ func (c *cluster) warningEvents(ctx context.Context, ns, object, reason string) 
 // eventually polls f every 500 ms until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v: %v", what, timeout, err)
+	testhelp.Eventually(t, timeout, 500*time.Millisecond, what, f)
 }
 
 func containsAny(s string, subs ...string) bool {
