@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -191,29 +190,7 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The account as a change feed processor finds it on its first start.
-	ranges, one := physicalPartitions, 1
-	items, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
-		Database: database, ID: monitored, PartitionKeyPath: "/customerId", Ranges: &ranges})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
-		Database: database, ID: leases, PartitionKeyPath: "/id", Ranges: &one}); err != nil {
-		t.Fatal(err)
-	}
-	// Leases as a .NET change feed processor creates them on its first
-	// start: one per physical range, starting now.
-	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
-		Name: processorName, Database: database, Monitored: monitored, Leases: leases,
-		Format: "dotnet-v0", StartFromNow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(started.Leases) != physicalPartitions {
-		t.Fatalf("processor started with %d leases, want %d", len(started.Leases), physicalPartitions)
-	}
-	proc := &processor{account: account, db: database, monitored: monitored, lease: leases, prefix: started.Prefix}
+	items, proc := firstStart(ctx, t, account, database)
 
 	wrongKey := strings.Repeat("A", 86) + "=="
 	k.apply(t, manifests, manifestData{

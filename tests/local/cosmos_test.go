@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
@@ -262,4 +263,32 @@ func (a *cosmosAccount) requestLog(ctx context.Context) ([]loggedRequest, error)
 		return nil, fmt.Errorf("GET /control/requests: %w", err)
 	}
 	return out.Requests, nil
+}
+
+// firstStart makes the account as a change feed processor finds it on its
+// first start: the monitored container with physicalPartitions ranges, the
+// lease container, and the leases a .NET processor creates then, one per
+// physical range (dotnet-v0), starting now.
+func firstStart(ctx context.Context, t *testing.T, account *cosmosAccount, database string) (control.Container, *processor) {
+	t.Helper()
+	ranges, one := physicalPartitions, 1
+	items, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
+		Database: database, ID: monitored, PartitionKeyPath: "/customerId", Ranges: &ranges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
+		Database: database, ID: leases, PartitionKeyPath: "/id", Ranges: &one}); err != nil {
+		t.Fatal(err)
+	}
+	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
+		Name: processorName, Database: database, Monitored: monitored, Leases: leases,
+		Format: "dotnet-v0", StartFromNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(started.Leases) != physicalPartitions {
+		t.Fatalf("processor started with %d leases, want %d", len(started.Leases), physicalPartitions)
+	}
+	return items, &processor{account: account, db: database, monitored: monitored, lease: leases, prefix: started.Prefix}
 }

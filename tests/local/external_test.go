@@ -29,7 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 )
 
@@ -424,24 +423,7 @@ func TestExternalScalerOnStockKEDA(t *testing.T) {
 		}
 	})
 
-	// The account as a change feed processor finds it on its first start.
-	ranges, one := physicalPartitions, 1
-	items, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
-		Database: extDatabase, ID: monitored, PartitionKeyPath: "/customerId", Ranges: &ranges})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := account.control.CreateContainer(ctx, control.CreateContainerRequest{
-		Database: extDatabase, ID: leases, PartitionKeyPath: "/id", Ranges: &one}); err != nil {
-		t.Fatal(err)
-	}
-	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
-		Name: processorName, Database: extDatabase, Monitored: monitored, Leases: leases,
-		Format: "dotnet-v0", StartFromNow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &processor{account: account, db: extDatabase, monitored: monitored, lease: leases, prefix: started.Prefix}
+	items, p := firstStart(ctx, t, account, extDatabase)
 
 	// The chart's client Secret and ClusterTriggerAuthentication, as helm
 	// install would create them; then the user's objects.
