@@ -132,7 +132,7 @@ type cosmosDBRequest struct {
 
 type cosmosDBRequestKey struct{}
 
-// send sends one request; an answer outside ok is a *CosmosDBResponseError.
+// send sends one request; an answer outside ok is a *cosmosDBResponseError.
 func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (int, http.Header, []byte, error) {
 	start, sent := time.Now(), &cosmosDBRequest{cosmosDBResource: r}
 	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBRequestKey{}, sent), method, r.url)
@@ -228,8 +228,8 @@ type cosmosDBUsage struct {
 
 type cosmosDBUsageKey struct{}
 
-// CosmosDBResponseError is a non-success answer, never quoting a request header.
-type CosmosDBResponseError struct {
+// cosmosDBResponseError is a non-success answer, never quoting a request header.
+type cosmosDBResponseError struct {
 	Operation  string
 	StatusCode int
 	SubStatus  int
@@ -238,7 +238,7 @@ type CosmosDBResponseError struct {
 	ActivityID string
 }
 
-func (e *CosmosDBResponseError) Error() string {
+func (e *cosmosDBResponseError) Error() string {
 	msg := fmt.Sprintf("%s: HTTP %d", e.Operation, e.StatusCode)
 	if e.SubStatus != 0 {
 		msg += fmt.Sprintf(" substatus %d", e.SubStatus)
@@ -260,12 +260,12 @@ func (e *CosmosDBResponseError) Error() string {
 
 // isCosmosDBRangeGone: 410/1002, the only answer treated as a split or merge.
 func isCosmosDBRangeGone(err error) bool {
-	var re *CosmosDBResponseError
+	var re *cosmosDBResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
 }
 
-func newCosmosDBResponseError(operation string, resp *http.Response) *CosmosDBResponseError {
-	e := &CosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("X-Ms-Activity-Id"))}
+func newCosmosDBResponseError(operation string, resp *http.Response) *cosmosDBResponseError {
+	e := &cosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("X-Ms-Activity-Id"))}
 	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	var payload struct{ Code, Message string }
