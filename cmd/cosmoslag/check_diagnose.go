@@ -31,21 +31,21 @@ import (
 //     zero, to find the leases the estimate did not count (never
 //     checkpointed): changes on their partitions would not wake it.
 //
-// The accounts are those the scaler resolved (azure.ResolveCosmosDBAccounts,
+// The connections are those the scaler resolved (azure.ResolveCosmosDBConnections,
 // so its rules on which hosts a key may go to hold); the requests are signed
 // with the account's key. Bearer-token accounts are not read: what needs the
 // reads is then left out, with a note.
 
-// diagnosisAccount is an account the diagnosis reads, signed with its key.
-type diagnosisAccount struct {
+// diagnosisConnection reaches an account the diagnosis reads, signing with its key.
+type diagnosisConnection struct {
 	endpoint *url.URL
 	key      string
 	client   *http.Client
 }
 
-// diagnosisAccounts resolves the data and the lease account as the scaler
-// does; an account without a key is nil.
-func diagnosisAccounts(setup *triggerSetup) (data, lease *diagnosisAccount, err error) {
+// diagnosisConnections resolves the data and the lease account as the scaler
+// does; the connection of an account without a key is nil.
+func diagnosisConnections(setup *triggerSetup) (data, lease *diagnosisConnection, err error) {
 	// KEDA's typed config wants a TriggerIndex beside the parameters.
 	var meta struct {
 		azure.CosmosDBAuth `keda:"optional"`
@@ -57,7 +57,7 @@ func diagnosisAccounts(setup *triggerSetup) (data, lease *diagnosisAccount, err 
 	auth := meta.CosmosDBAuth
 	auth.PodIdentity = setup.config.PodIdentity
 	client := kedautil.CreateHTTPClient(setup.config.GlobalHTTPTimeout, false)
-	d, l, err := azure.ResolveCosmosDBAccounts(auth, client, logr.Discard())
+	d, l, err := azure.ResolveCosmosDBConnections(auth, client, logr.Discard())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,13 +75,13 @@ func diagnosisAccounts(setup *triggerSetup) (data, lease *diagnosisAccount, err 
 	case auth.LeaseEndpoint != "":
 		leaseKey = string(auth.LeaseKey)
 	}
-	account := func(a *azure.CosmosDBAccount, key string) *diagnosisAccount {
+	keyed := func(a *azure.CosmosDBConnection, key string) *diagnosisConnection {
 		if !a.UsesKey() || key == "" {
 			return nil
 		}
-		return &diagnosisAccount{endpoint: a.Endpoint, key: key, client: client}
+		return &diagnosisConnection{endpoint: a.Endpoint, key: key, client: client}
 	}
-	return account(d, dataKey), account(l, leaseKey), nil
+	return keyed(d, dataKey), keyed(l, leaseKey), nil
 }
 
 // connectionStringKey is the AccountKey of a connection string.
@@ -95,7 +95,7 @@ func connectionStringKey(s string) string {
 }
 
 // send sends one signed request and returns the body of a 200 answer.
-func (a *diagnosisAccount) send(ctx context.Context, method, path string, header http.Header, body []byte) ([]byte, http.Header, error) {
+func (a *diagnosisConnection) send(ctx context.Context, method, path string, header http.Header, body []byte) ([]byte, http.Header, error) {
 	u := a.endpoint.JoinPath(path)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
@@ -141,7 +141,7 @@ type partitionKeyRange struct {
 
 // liveRanges reads the monitored container's partition key ranges, less
 // those a split or merge replaced.
-func (a *diagnosisAccount) liveRanges(ctx context.Context, database, container string) ([]partitionKeyRange, error) {
+func (a *diagnosisConnection) liveRanges(ctx context.Context, database, container string) ([]partitionKeyRange, error) {
 	var all []partitionKeyRange
 	for continuation := ""; ; {
 		h := http.Header{}
@@ -181,7 +181,7 @@ type leaseDocument struct {
 
 // leaseDocuments runs the scaler's lease query: every document whose id
 // starts with the processor name.
-func (a *diagnosisAccount) leaseDocuments(ctx context.Context, database, container, processor string) ([]leaseDocument, error) {
+func (a *diagnosisConnection) leaseDocuments(ctx context.Context, database, container, processor string) ([]leaseDocument, error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": processor}},
@@ -314,7 +314,7 @@ func diagnose(ctx context.Context, setup *triggerSetup, r *checkReport, e *scale
 	note := func(format string, a ...any) {
 		fmt.Fprintf(notes, "cosmoslag check: note: %s\n", setup.secrets.Redact(fmt.Sprintf(format, a...)))
 	}
-	data, lease, err := diagnosisAccounts(setup)
+	data, lease, err := diagnosisConnections(setup)
 	if err != nil {
 		note("not read after the estimate (%v): which leases merged or split, and which were not counted", err)
 		return

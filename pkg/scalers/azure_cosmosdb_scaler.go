@@ -100,7 +100,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
 	warnAboutPlainCosmosDBSecrets(config, logger)
 	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
-	data, leases, err := azure.ResolveCosmosDBAccounts(meta.CosmosDBAuth, httpClient, logger)
+	data, leases, err := azure.ResolveCosmosDBConnections(meta.CosmosDBAuth, httpClient, logger)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}

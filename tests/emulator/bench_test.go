@@ -235,11 +235,11 @@ func BenchmarkLeaseRead(b *testing.B) {
 		leasePage: []byte(`{"Documents":[` + strings.Join(docs, ",") + `]}`),
 		feedPage:  []byte(`{"_rid":"bW9uaXRvcmVk","Documents":[{"customerId":"c-0000","id":"order-000000","_rid":"bW9uaXRvcmVkAQAAAAAAAA==","_self":"dbs/appdb/colls/orders/docs/order-000000","_etag":"\"00000000-0000-0000-0000-000000000000\"","_attachments":"attachments/","_ts":1764489600,"_lsn":2}],"_count":1}`),
 	}
-	data, leaseAccount, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: scriptedConnection}, account, logr.Discard())
+	data, leaseConn, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: scriptedConnection}, account, logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, account), azure.NewCosmosDBClient(leaseAccount, account),
+	e := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, account), azure.NewCosmosDBClient(leaseConn, account),
 		azure.CosmosDBContainers{Database: "appdb", Container: "orders", LeaseDatabase: "appdb", LeaseContainer: "leases", Processor: "p"})
 	estimate := func() {
 		res, err := e.Estimate(context.Background())

@@ -16,7 +16,7 @@ const testKey = "c2VjcmV0LWtleS1mb3ItdGVzdHM="
 // ignored, as in the SDKs; the endpoint is normalised. A bad one is refused
 // naming the parameter, never quoting the key.
 func TestConnectionStrings(t *testing.T) {
-	data, lease, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{
+	data, lease, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{
 		Connection: " accountendpoint=https://myaccount.documents.azure.com:443/ ; AccountKey=" + testKey + "; ApplicationName=x;"}, nil, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestConnectionStrings(t *testing.T) {
 	}
 	for _, bad := range []string{"AccountKey=" + testKey, "AccountEndpoint=https://a.documents.azure.com/", "garbage;" + testKey,
 		"AccountEndpoint=https://a.documents.azure.com/;AccountKey=%%%" + testKey, "AccountEndpoint=https:///;AccountKey=" + testKey} {
-		_, _, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(bad)}, nil, logr.Discard())
+		_, _, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(bad)}, nil, logr.Discard())
 		if err == nil {
 			t.Errorf("connection string %q accepted", bad)
 			continue
@@ -52,7 +52,7 @@ func FuzzConnectionString(f *testing.F) {
 		if connection == "" {
 			return // no connection string: the endpoint parameters apply
 		}
-		data, lease, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(connection)}, nil, logr.Discard())
+		data, lease, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(connection)}, nil, logr.Discard())
 		if err != nil {
 			for part := range strings.SplitSeq(connection, ";") {
 				name, secret, _ := strings.Cut(part, "=")
@@ -62,7 +62,7 @@ func FuzzConnectionString(f *testing.F) {
 			}
 			return
 		}
-		for _, a := range []*azure.CosmosDBAccount{data, lease} {
+		for _, a := range []*azure.CosmosDBConnection{data, lease} {
 			if u := a.Endpoint; (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "/" || !a.UsesKey() {
 				t.Fatalf("connection string %q: endpoint %v, key %v", connection, u, a.UsesKey())
 			}

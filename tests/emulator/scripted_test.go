@@ -113,7 +113,7 @@ func (a *scriptedAccount) estimator(t testing.TB) *azure.CosmosDBLagEstimator {
 
 func scriptedEstimator(t testing.TB, a *scriptedAccount, names azure.CosmosDBContainers) *azure.CosmosDBLagEstimator {
 	t.Helper()
-	data, leases, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: scriptedConnection}, a, logr.Discard())
+	data, leases, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: scriptedConnection}, a, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,11 +97,11 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 		}
 	}
 	srv.ResetRequests()
-	data, leaseAccount, err := azure.ResolveCosmosDBAccounts(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(srv.ConnectionString())}, srv.Client(), logr.Discard())
+	data, leaseConn, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(srv.ConnectionString())}, srv.Client(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	estimator := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, srv.Client()), azure.NewCosmosDBClient(leaseAccount, srv.Client()),
+	estimator := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, srv.Client()), azure.NewCosmosDBClient(leaseConn, srv.Client()),
 		azure.CosmosDBContainers{Database: "shop", Container: "orders", LeaseDatabase: "shop", LeaseContainer: "leases", Processor: "orders-probe"})
 	if estimate, err := estimator.Estimate(context.Background()); err != nil || len(estimate.Leases) != 2 {
 		t.Fatalf("scaler: %d leases, %v", len(estimate.Leases), err)

@@ -44,23 +44,23 @@ var cosmosDBRetry = policy.RetryOptions{
 
 // CosmosDBClient sends requests to one account through one azcore pipeline.
 type CosmosDBClient struct {
-	account  *CosmosDBAccount
+	conn     *CosmosDBConnection
 	pipeline runtime.Pipeline
 }
 
 // NewCosmosDBClient: transport is KEDA's client; its timeout
 // (GlobalHTTPTimeout) bounds each try.
-func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *CosmosDBClient {
+func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
 	tries := cosmosDBTransport{send: transport.Do}
 	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
 		// Straight to its round tripper: http.Client's timeout costs a timer
 		// and a goroutine per request.
 		tries = cosmosDBTransport{send: c.Transport.RoundTrip, timeout: c.Timeout}
 	}
-	var sign policy.Policy = &cosmosDBKeyPolicy{key: account.key}
-	if !account.UsesKey() {
-		scope := account.scope
-		sign = runtime.NewBearerTokenPolicy(account.token, []string{scope}, &policy.BearerTokenOptions{
+	var sign policy.Policy = &cosmosDBKeyPolicy{key: conn.key}
+	if !conn.UsesKey() {
+		scope := conn.scope
+		sign = runtime.NewBearerTokenPolicy(conn.token, []string{scope}, &policy.BearerTokenOptions{
 			AuthorizationHandler: policy.AuthorizationHandler{OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
 				if err := authorize(policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
 					return err
@@ -70,13 +70,13 @@ func NewCosmosDBClient(account *CosmosDBAccount, transport policy.Transporter) *
 				h.Set("Authorization", "type=aad&ver=1.0&sig="+strings.TrimPrefix(h.Get("Authorization"), "Bearer "))
 				return nil
 			}},
-			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(account.Endpoint.Hostname()),
+			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
 		PerRetry: []policy.Policy{cosmosDBTryPolicy{}, sign},
 	}, &policy.ClientOptions{Transport: tries, Retry: cosmosDBRetry})
-	return &CosmosDBClient{account: account, pipeline: pipeline}
+	return &CosmosDBClient{conn: conn, pipeline: pipeline}
 }
 
 // cosmosDBTransport sends a try and reads its body, capped, within the try:
@@ -115,7 +115,7 @@ func (cosmosDBBody) Close() error { return nil }
 type cosmosDBResource struct{ url, typ, link string }
 
 func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
-	r := cosmosDBResource{url: c.account.Endpoint.JoinPath(segments...).String()}
+	r := cosmosDBResource{url: c.conn.Endpoint.JoinPath(segments...).String()}
 	if n := len(segments); n%2 == 0 {
 		r.typ, r.link = segments[n-2], strings.Join(segments, "/")
 	} else {
@@ -148,7 +148,7 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 	runtime.SkipBodyDownload(req) // cosmosDBTransport has read it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s at %s (tries: %d in %s): %w", operation, c.account.Endpoint.Host, sent.tries, time.Since(start).Round(time.Millisecond), err)
+		return 0, nil, nil, fmt.Errorf("%s at %s (tries: %d in %s): %w", operation, c.conn.Endpoint.Host, sent.tries, time.Since(start).Round(time.Millisecond), err)
 	}
 	defer resp.Body.Close()
 	if !slices.Contains(ok, resp.StatusCode) {

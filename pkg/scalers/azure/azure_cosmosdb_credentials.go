@@ -44,8 +44,9 @@ type CosmosDBSecret string
 
 func (CosmosDBSecret) String() string { return "[redacted]" }
 
-// CosmosDBAccount is an account endpoint and its key or Entra ID token.
-type CosmosDBAccount struct {
+// CosmosDBConnection is how requests reach one account: its endpoint and
+// its key or Entra ID token (a connection string's two parts, or a token).
+type CosmosDBConnection struct {
 	Endpoint *url.URL
 	key      []byte
 	token    azcore.TokenCredential
@@ -53,21 +54,21 @@ type CosmosDBAccount struct {
 }
 
 // UsesKey reports whether requests to the account are signed with its key.
-func (a *CosmosDBAccount) UsesKey() bool { return a.key != nil }
+func (a *CosmosDBConnection) UsesKey() bool { return a.key != nil }
 
-// ResolveCosmosDBAccounts picks the data and the lease account and, for
+// ResolveCosmosDBConnections picks the data and the lease account and, for
 // each, a connection string, else an account key, else a bearer token
 // (workload identity, else a service principal). Without leaseConnection
 // and leaseEndpoint the lease account is the data account. Errors name the
 // parameter and never quote a secret.
-func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBAccount, err error) {
-	data, err = resolveCosmosDBAccount(auth, auth.Connection, auth.Endpoint, auth.Key, "")
+func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBConnection, err error) {
+	data, err = resolveCosmosDBConnection(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	switch {
 	case auth.LeaseConnection != "" || auth.LeaseEndpoint != "":
-		if lease, err = resolveCosmosDBAccount(auth, auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
+		if lease, err = resolveCosmosDBConnection(auth, auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
 			return nil, nil, err
 		}
 	case auth.LeaseKey != "":
@@ -87,7 +88,7 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 		}
 		return nil, nil, fmt.Errorf("%s has no account key: %w", keyless, err)
 	}
-	for _, a := range []*CosmosDBAccount{data, lease} {
+	for _, a := range []*CosmosDBConnection{data, lease} {
 		if !a.UsesKey() {
 			a.token, a.scope = cred, scope
 		}
@@ -95,8 +96,8 @@ func ResolveCosmosDBAccounts(auth CosmosDBAuth, transport policy.Transporter, lo
 	return data, lease, nil
 }
 
-// resolveCosmosDBAccount resolves the data account, or with prefix "lease" the lease account.
-func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBAccount, error) {
+// resolveCosmosDBConnection resolves the data account, or with prefix "lease" the lease account.
+func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBConnection, error) {
 	connectionParam, endpointParam, keyParam := "connection", "endpoint", "cosmosDBKey"
 	if prefix != "" {
 		connectionParam, endpointParam, keyParam = "leaseConnection", "leaseEndpoint", "leaseCosmosDBKey"
@@ -106,7 +107,7 @@ func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoi
 		if endpoint == "" || key == "" {
 			return nil, fmt.Errorf("%s: a connection string needs both AccountEndpoint and AccountKey", connectionParam)
 		}
-		return newCosmosDBAccount(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
+		return newCosmosDBConnection(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
 	}
 	if endpoint == "" {
 		if key != "" {
@@ -114,7 +115,7 @@ func resolveCosmosDBAccount(auth CosmosDBAuth, connection CosmosDBSecret, endpoi
 		}
 		return nil, fmt.Errorf("no %s: set %s, or %s with an account key or bearer-token authentication", endpointParam, connectionParam, endpointParam)
 	}
-	a, err := newCosmosDBAccount(endpoint, string(key), endpointParam, keyParam)
+	a, err := newCosmosDBConnection(endpoint, string(key), endpointParam, keyParam)
 	if err != nil {
 		return nil, err
 	}
@@ -156,19 +157,19 @@ func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param stri
 		param, strings.Join(domains, " or "), env.Name)
 }
 
-func newCosmosDBAccount(endpoint, key, endpointParam, keyParam string) (*CosmosDBAccount, error) {
+func newCosmosDBConnection(endpoint, key, endpointParam, keyParam string) (*CosmosDBConnection, error) {
 	u, err := parseCosmosDBEndpoint(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", endpointParam, err)
 	}
 	if key == "" {
-		return &CosmosDBAccount{Endpoint: u}, nil
+		return &CosmosDBConnection{Endpoint: u}, nil
 	}
 	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(key))
 	if err != nil || len(k) == 0 {
 		return nil, fmt.Errorf("%s: account key is not valid non-empty base64", keyParam)
 	}
-	return &CosmosDBAccount{Endpoint: u, key: k}, nil
+	return &CosmosDBConnection{Endpoint: u, key: k}, nil
 }
 
 // splitCosmosDBConnectionString returns a connection string's AccountEndpoint

@@ -201,7 +201,7 @@ func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseS
 		return *e.scope, false, nil
 	}
 	n := e.names
-	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.account.Endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
+	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.conn.Endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
 	if s.databaseRID, err = e.readRID(ctx, "read database "+cosmosDBExcerpt(n.Database), "dbs", n.Database); err != nil {
 		return s, false, err

@@ -157,7 +157,7 @@ func (s *testCosmosDBService) serve(req *http.Request) (int, http.Header, string
 func testCosmosDBEstimate(t *testing.T, service *testCosmosDBService) (CosmosDBLagEstimate, *testCosmosDBTransport, error) {
 	t.Helper()
 	tr := &testCosmosDBTransport{service: service}
-	data, leases, err := ResolveCosmosDBAccounts(CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)}, tr, logr.Discard())
+	data, leases, err := ResolveCosmosDBConnections(CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)}, tr, logr.Discard())
 	require.NoError(t, err)
 	estimator := NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr), CosmosDBContainers{
 		Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
@@ -290,7 +290,7 @@ func TestCosmosDBCredentialSelection(t *testing.T) {
 				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
 			}
 			tr := &testCosmosDBTransport{}
-			dataAccount, leaseAccount, err := ResolveCosmosDBAccounts(tt.auth, tr, logr.Discard())
+			dataConn, leaseConn, err := ResolveCosmosDBConnections(tt.auth, tr, logr.Discard())
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -300,9 +300,9 @@ func TestCosmosDBCredentialSelection(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got := want{dataHost: dataAccount.Endpoint.Host, leaseHost: leaseAccount.Endpoint.Host}
-			got.dataKey, got.dataToken = testCosmosDBCredential(dataAccount)
-			got.leaseKey, got.leaseToken = testCosmosDBCredential(leaseAccount)
+			got := want{dataHost: dataConn.Endpoint.Host, leaseHost: leaseConn.Endpoint.Host}
+			got.dataKey, got.dataToken = testCosmosDBCredential(dataConn)
+			got.leaseKey, got.leaseToken = testCosmosDBCredential(leaseConn)
 			assert.Equal(t, tt.want, got)
 			assert.Empty(t, tr.find(func(testCosmosDBRecord) bool { return true }), "resolving sent requests")
 		})
@@ -311,7 +311,7 @@ func TestCosmosDBCredentialSelection(t *testing.T) {
 
 // testCosmosDBCredential names an account's credential: its key as base64,
 // or the kind of its token credential.
-func testCosmosDBCredential(a *CosmosDBAccount) (key, token string) {
+func testCosmosDBCredential(a *CosmosDBConnection) (key, token string) {
 	if a.UsesKey() {
 		key = base64.StdEncoding.EncodeToString(a.key)
 	}
@@ -344,7 +344,7 @@ func TestCosmosDBServicePrincipalValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("tenant=%t,client=%t,secret=%t", tt.tenant != "", tt.client != "", tt.secret != ""), func(t *testing.T) {
 			auth := CosmosDBAuth{Endpoint: testCosmosDBEndpoint, TenantID: tt.tenant, ClientID: tt.client, ClientSecret: CosmosDBSecret(tt.secret)}
-			data, _, err := ResolveCosmosDBAccounts(auth, &testCosmosDBTransport{}, logr.Discard())
+			data, _, err := ResolveCosmosDBConnections(auth, &testCosmosDBTransport{}, logr.Discard())
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				assert.IsType(t, &azidentity.ClientSecretCredential{}, data.token)
@@ -410,7 +410,7 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 				auth.TenantID, auth.ClientID, auth.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
 			}
 			tr := &testCosmosDBTransport{service: &testCosmosDBService{}}
-			data, lease, err := ResolveCosmosDBAccounts(auth, tr, logr.Discard())
+			data, lease, err := ResolveCosmosDBConnections(auth, tr, logr.Discard())
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -477,7 +477,7 @@ func TestCosmosDBConnectionString(t *testing.T) {
 				if prefix == "lease" {
 					auth = CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseConnection: CosmosDBSecret(tt.connection)}
 				}
-				data, lease, err := ResolveCosmosDBAccounts(auth, &testCosmosDBTransport{}, logr.Discard())
+				data, lease, err := ResolveCosmosDBConnections(auth, &testCosmosDBTransport{}, logr.Discard())
 				if tt.wantErr != "" {
 					require.Error(t, err)
 					wantErr := tt.wantErr
