@@ -20,8 +20,9 @@ import (
 // response header map as given, because Header.Set would canonicalise them.
 // Go clients read them case-insensitively either way.
 //
-// Request headers are read with Header.Get; the lower-case request names
-// are also quoted in error messages.
+// Request headers are read with Header.Get, by the canonical names net/http
+// stores them under; error messages quote them in lower case, as the
+// service does (lower()).
 const (
 	hdrActivityID     = "x-ms-activity-id"
 	hdrRequestCharge  = "x-ms-request-charge"
@@ -37,12 +38,12 @@ const (
 	hdrContentType    = "Content-Type"
 	hdrContentLength  = "Content-Length"
 
-	hdrMaxItemCount        = "x-ms-max-item-count"
-	hdrPartitionKey        = "x-ms-documentdb-partitionkey"
-	hdrPartitionKeyRangeID = "x-ms-documentdb-partitionkeyrangeid"
+	hdrMaxItemCount        = "X-Ms-Max-Item-Count"
+	hdrPartitionKey        = "X-Ms-Documentdb-Partitionkey"
+	hdrPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid"
 	hdrIsQuery             = "X-Ms-Documentdb-Isquery"
 	hdrIsUpsert            = "X-Ms-Documentdb-Is-Upsert"
-	hdrCrossPartition      = "x-ms-documentdb-query-enablecrosspartition"
+	hdrCrossPartition      = "X-Ms-Documentdb-Query-Enablecrosspartition"
 	hdrReadKeyType         = "X-Ms-Read-Key-Type"
 	hdrStartEPK            = "X-Ms-Start-Epk"
 	hdrEndEPK              = "X-Ms-End-Epk"
@@ -53,6 +54,9 @@ const (
 	hdrAutopilotSettings   = "X-Ms-Cosmos-Offer-Autopilot-Settings"
 	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
 )
+
+// lower is a header name as error messages quote it.
+func lower(name string) string { return strings.ToLower(name) }
 
 // splitPath is strings.Split of p without its leading and trailing slashes
 // (nothing for an empty path).
@@ -134,7 +138,7 @@ func requirePartitionKey(r *http.Request) (string, *reply) {
 		return "", rep
 	}
 	if !ok {
-		return "", badRequest("the partition key must be supplied in the %s header for this operation", hdrPartitionKey)
+		return "", badRequest("the partition key must be supplied in the %s header for this operation", lower(hdrPartitionKey))
 	}
 	return epkOf(v), nil
 }
@@ -174,11 +178,11 @@ func maxItemCount(r *http.Request) (int, *reply) {
 	n, err := strconv.Atoi(raw)
 	switch {
 	case err != nil:
-		return 0, badRequest("invalid value %q for %s", raw, hdrMaxItemCount)
+		return 0, badRequest("invalid value %q for %s", raw, lower(hdrMaxItemCount))
 	case n == -1:
 		return 100, nil
 	case n < 1:
-		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, hdrMaxItemCount)
+		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, lower(hdrMaxItemCount))
 	case n > 1000:
 		return 1000, nil
 	}

@@ -96,9 +96,12 @@ func (t cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	// Cosmos DB announces the length: room for it (and for seeing EOF)
+	// reads the body into one allocation.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
 	resp.Body.Close()
-	resp.Body = cosmosDBBody{bytes.NewReader(body), body}
+	resp.Body = cosmosDBBody{bytes.NewReader(buf.Bytes()), buf.Bytes()}
 	return resp, err
 }
 
@@ -196,7 +199,7 @@ type cosmosDBKeyPolicy struct {
 	key       []byte
 	mu        sync.Mutex
 	signed    [4]string // verb, resource type, link, date
-	signature string
+	signature []string  // the Authorization header's value; no one writes to it
 }
 
 func (p *cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -205,9 +208,9 @@ func (p *cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	signed := [4]string{raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")}
 	p.mu.Lock()
 	if signed != p.signed {
-		p.signed, p.signature = signed, signCosmosDBRequest(p.key, signed[0], signed[1], signed[2], signed[3])
+		p.signed, p.signature = signed, []string{signCosmosDBRequest(p.key, signed[0], signed[1], signed[2], signed[3])}
 	}
-	raw.Header["Authorization"] = []string{p.signature}
+	raw.Header["Authorization"] = p.signature
 	p.mu.Unlock()
 	return req.Next()
 }
@@ -260,8 +263,8 @@ func (e *cosmosDBResponseError) Error() string {
 
 // isCosmosDBRangeGone: 410/1002, the only answer treated as a split or merge.
 func isCosmosDBRangeGone(err error) bool {
-	var re *cosmosDBResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
+	re, ok := errors.AsType[*cosmosDBResponseError](err)
+	return ok && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
 }
 
 func newCosmosDBResponseError(operation string, resp *http.Response) *cosmosDBResponseError {
