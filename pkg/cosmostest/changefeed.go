@@ -45,7 +45,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		pr = c.rangeForEPKLocked(onlyEPK)
 		lo, hi = pr.min, pr.max
 	default:
-		return badRequest("a change feed read needs the %s or the %s header", lower(hdrPartitionKeyRangeID), lower(hdrPartitionKey))
+		return badRequest("a change feed read needs the %s or the %s header", strings.ToLower(hdrPartitionKeyRangeID), strings.ToLower(hdrPartitionKey))
 	}
 
 	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {

@@ -22,7 +22,7 @@ import (
 //
 // Request headers are read with Header.Get, by the canonical names net/http
 // stores them under; error messages quote them in lower case, as the
-// service does (lower()).
+// service does.
 const (
 	hdrActivityID     = "x-ms-activity-id"
 	hdrRequestCharge  = "x-ms-request-charge"
@@ -54,9 +54,6 @@ const (
 	hdrAutopilotSettings   = "X-Ms-Cosmos-Offer-Autopilot-Settings"
 	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
 )
-
-// lower is a header name as error messages quote it.
-func lower(name string) string { return strings.ToLower(name) }
 
 // splitPath is strings.Split of p without its leading and trailing slashes
 // (nothing for an empty path).
@@ -138,7 +135,7 @@ func requirePartitionKey(r *http.Request) (string, *reply) {
 		return "", rep
 	}
 	if !ok {
-		return "", badRequest("the partition key must be supplied in the %s header for this operation", lower(hdrPartitionKey))
+		return "", badRequest("the partition key must be supplied in the %s header for this operation", strings.ToLower(hdrPartitionKey))
 	}
 	return epkOf(v), nil
 }
@@ -178,11 +175,11 @@ func maxItemCount(r *http.Request) (int, *reply) {
 	n, err := strconv.Atoi(raw)
 	switch {
 	case err != nil:
-		return 0, badRequest("invalid value %q for %s", raw, lower(hdrMaxItemCount))
+		return 0, badRequest("invalid value %q for %s", raw, strings.ToLower(hdrMaxItemCount))
 	case n == -1:
 		return 100, nil
 	case n < 1:
-		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, lower(hdrMaxItemCount))
+		return 0, badRequest("invalid value %d for %s: it must be positive or -1", n, strings.ToLower(hdrMaxItemCount))
 	case n > 1000:
 		return 1000, nil
 	}

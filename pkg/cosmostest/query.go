@@ -96,7 +96,7 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 	case q.NeedsPartitionedExecution():
 		return crossPartitionNotServable(q)
 	case len(c.ranges) > 1 && !strings.EqualFold(r.Header.Get(hdrCrossPartition), "true"):
-		return badRequest("Cross partition query is required but disabled. Please set %s = True, or specify the partition key", lower(hdrCrossPartition))
+		return badRequest("Cross partition query is required but disabled. Please set %s = True, or specify the partition key", strings.ToLower(hdrCrossPartition))
 	}
 
 	var (
