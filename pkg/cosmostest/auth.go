@@ -64,10 +64,10 @@ type acceptedAuth struct {
 }
 
 func requestDate(r *http.Request) string {
-	if date := r.Header.Get(hdrDate); date != "" {
+	if date := headerOf(r, hdrDate); date != "" {
 		return date
 	}
-	return r.Header.Get("Date")
+	return headerOf(r, "Date")
 }
 
 // acceptedBefore reports whether raw is the Authorization value last

@@ -32,7 +32,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := r.Header.Get(hdrPartitionKeyRangeID)
+	rangeID := headerOf(r, hdrPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
 		var rep *reply
@@ -48,8 +48,8 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return badRequest("a change feed read needs the %s or the %s header", strings.ToLower(hdrPartitionKeyRangeID), strings.ToLower(hdrPartitionKey))
 	}
 
-	if strings.EqualFold(r.Header.Get(hdrReadKeyType), "EffectivePartitionKeyRange") {
-		start, end := r.Header.Get(hdrStartEPK), r.Header.Get(hdrEndEPK)
+	if strings.EqualFold(headerOf(r, hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := headerOf(r, hdrStartEPK), headerOf(r, hdrEndEPK)
 		if end == "" || start >= end {
 			return badRequest("the EPK range [%q, %q) is empty", start, end)
 		}
@@ -62,7 +62,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
-	inm := r.Header.Get("If-None-Match")
+	inm := headerOf(r, "If-None-Match")
 	var after int64
 	switch inm {
 	case "":

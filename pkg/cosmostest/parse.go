@@ -20,7 +20,7 @@ import (
 // response header map as given, because Header.Set would canonicalise them.
 // Go clients read them case-insensitively either way.
 //
-// Request headers are read with Header.Get, by the canonical names net/http
+// Request headers are read with headerOf, by the canonical names net/http
 // stores them under; error messages quote them in lower case, as the
 // service does.
 const (
@@ -38,6 +38,8 @@ const (
 	hdrContentType    = "Content-Type"
 	hdrContentLength  = "Content-Length"
 
+	hdrClientActivityID    = "X-Ms-Activity-Id"  // a client's own, echoed back as hdrActivityID
+	hdrClientContinuation  = "X-Ms-Continuation" // hdrContinuation, sent back by the client
 	hdrMaxItemCount        = "X-Ms-Max-Item-Count"
 	hdrPartitionKey        = "X-Ms-Documentdb-Partitionkey"
 	hdrPartitionKeyRangeID = "X-Ms-Documentdb-Partitionkeyrangeid"
@@ -54,6 +56,16 @@ const (
 	hdrAutopilotSettings   = "X-Ms-Cosmos-Offer-Autopilot-Settings"
 	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
 )
+
+// headerOf is r.Header.Get for a name already in canonical form: Get
+// canonicalises its argument on every call, about a dozen times per request
+// (BENCHMARKS.md, "After issue N, the server's header reads").
+func headerOf(r *http.Request, canonicalName string) string {
+	if v := r.Header[canonicalName]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // splitPath is strings.Split of p without its leading and trailing slashes
 // (nothing for an empty path).
@@ -85,7 +97,7 @@ func classify(r *http.Request, segs []string) RequestKind {
 			}
 			return KindCreate
 		case http.MethodGet:
-			if isChangeFeedAIM(r.Header.Get(hdrAIM)) {
+			if isChangeFeedAIM(headerOf(r, hdrAIM)) {
 				return KindChangeFeed
 			}
 			return KindReadFeed
@@ -104,15 +116,15 @@ func classify(r *http.Request, segs []string) RequestKind {
 }
 
 func isQuery(r *http.Request) bool {
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	return strings.EqualFold(r.Header.Get(hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+	ct := strings.ToLower(headerOf(r, "Content-Type"))
+	return strings.EqualFold(headerOf(r, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
 }
 
 // partitionKeyHeader parses x-ms-documentdb-partitionkey, a JSON array with
 // one value; [{}] stands for an undefined (missing) value. ok is false when
 // the header is absent.
 func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := r.Header.Get(hdrPartitionKey)
+	raw := headerOf(r, hdrPartitionKey)
 	if raw == "" {
 		return nil, false, nil
 	}
@@ -168,7 +180,7 @@ func readDocument(r *http.Request) (map[string]any, *reply) {
 // maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
 // size of 100; explicit values are honoured up to 1000.
 func maxItemCount(r *http.Request) (int, *reply) {
-	raw := r.Header.Get(hdrMaxItemCount)
+	raw := headerOf(r, hdrMaxItemCount)
 	if raw == "" {
 		return 100, nil
 	}

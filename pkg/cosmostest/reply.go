@@ -160,20 +160,20 @@ func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rep.header {
 		h[k] = v
 	}
-	if h.Get(hdrContentType) == "" {
-		h.Set(hdrContentType, "application/json")
+	if len(h[hdrContentType]) == 0 || h[hdrContentType][0] == "" {
+		h[hdrContentType] = []string{"application/json"}
 	}
 	if len(h[hdrRequestCharge]) == 0 || h[hdrRequestCharge][0] == "" {
 		h[hdrRequestCharge] = []string{formatCharge(rep.charge)}
 	}
-	id := r.Header.Get(hdrActivityID)
+	id := headerOf(r, hdrClientActivityID)
 	if id == "" {
 		id = newActivityID()
 	}
 	h[hdrActivityID] = []string{id}
 	hasBody := rep.body != nil && rep.status != http.StatusNotModified && rep.status != http.StatusNoContent
 	if hasBody {
-		h.Set(hdrContentLength, strconv.Itoa(len(rep.body)))
+		h[hdrContentLength] = []string{strconv.Itoa(len(rep.body))}
 	}
 	w.WriteHeader(rep.status)
 	if hasBody && r.Method != http.MethodHead {

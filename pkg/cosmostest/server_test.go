@@ -96,6 +96,20 @@ func TestResponseHeadersLowerCase(t *testing.T) {
 	}
 }
 
+// Request headers are read by map lookup (headerOf), which finds only the
+// canonical names net/http stores them under.
+func TestRequestHeaderNamesCanonical(t *testing.T) {
+	for _, k := range []string{
+		hdrContentType, hdrContentLength, hdrClientActivityID, hdrClientContinuation, hdrMaxItemCount, hdrPartitionKey,
+		hdrPartitionKeyRangeID, hdrIsQuery, hdrIsUpsert, hdrCrossPartition, hdrReadKeyType, hdrStartEPK, hdrEndEPK,
+		hdrAIM, hdrDate, hdrPrefer, hdrOfferThroughput, hdrAutopilotSettings, hdrQueryPlanRequest, hdrWireFormat, hdrIfModifiedSince,
+	} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("request header %q is not canonical (%q)", k, c)
+		}
+	}
+}
+
 // The chunked request log keeps arrival order across chunks and, with a
 // limit, between limit and 2*limit of the newest entries.
 func TestRequestLogChunks(t *testing.T) {

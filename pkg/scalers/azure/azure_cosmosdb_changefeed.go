@@ -18,6 +18,9 @@ import (
 // or an EPK range spanning several ranges); the processor replaces it.
 var errCosmosDBStaleParent = errors.New("lease belongs to a partition key range that split or merged")
 
+// Header values every change feed read shares, as cosmosDBAPIVersion.
+var cosmosDBIncrementalFeed, cosmosDBOneItem = []string{"Incremental feed"}, []string{"1"}
+
 // cosmosDBPartitionKeyRange is a physical partition: effective partition keys
 // [MinInclusive, MaxExclusive), upper-case hex compared ordinally.
 type cosmosDBPartitionKeyRange struct {
@@ -141,16 +144,13 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 }
 
 func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
-	h := http.Header{}
-	h.Set("A-Im", "Incremental feed")
+	h := http.Header{"A-Im": cosmosDBIncrementalFeed, "If-None-Match": {l.Continuation},
+		"X-Ms-Max-Item-Count": cosmosDBOneItem, "X-Ms-Documentdb-Partitionkeyrangeid": {rangeID}}
 	if l.AllVersionsAndDeletes {
 		// As the SDKs send it; the wire format gives each change its metadata.
 		h.Set("A-Im", "Full-Fidelity Feed")
 		h.Set("X-Ms-Cosmos-Changefeed-Wire-Format-Version", "2021-09-15")
 	}
-	h.Set("If-None-Match", l.Continuation)
-	h.Set("X-Ms-Max-Item-Count", "1")
-	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", rangeID)
 	if minEPK != "" || maxEPK != "" {
 		h.Set("X-Ms-Read-Key-Type", "EffectivePartitionKeyRange")
 		h.Set("X-Ms-Start-Epk", minEPK)

@@ -23,11 +23,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 )
 
+// Header values every try shares (nothing writes into a value slice): the API
+// version azcosmos v1.5.0 speaks, and capability bit 0, PartitionMerge, which
+// accounts with merge enabled require every client to declare, as the SDKs do.
+var cosmosDBAPIVersion, cosmosDBCapabilities = []string{"2020-11-05"}, []string{"1"}
+
 const (
-	cosmosDBAPIVersion = "2020-11-05" // the version azcosmos v1.5.0 speaks
-	// cosmosDBCapabilities: bit 0 is PartitionMerge, which accounts with
-	// merge enabled require every client to declare, as the SDKs do.
-	cosmosDBCapabilities = "1"
 	// cosmosDBMaxResponseBytes bounds a body; the service's pages are ≤ 4 MB.
 	cosmosDBMaxResponseBytes = 16 << 20
 	// cosmosDBSubStatusRangeGone with a 410: the range split or merged.
@@ -51,11 +52,11 @@ type CosmosDBClient struct {
 // NewCosmosDBClient: transport is KEDA's client; its timeout
 // (GlobalHTTPTimeout) bounds each try.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	tries := cosmosDBTransport{send: transport.Do}
+	tries, retry := cosmosDBTransport(transport.Do), cosmosDBRetry
 	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
-		// Straight to its round tripper: http.Client's timeout costs a timer
-		// and a goroutine per request.
-		tries = cosmosDBTransport{send: c.Transport.RoundTrip, timeout: c.Timeout}
+		// Straight to its round tripper, with its timeout as azcore's per try:
+		// http.Client's costs a timer and a goroutine per request.
+		tries, retry.TryTimeout = c.Transport.RoundTrip, c.Timeout
 	}
 	var sign policy.Policy = &cosmosDBKeyPolicy{key: conn.key}
 	if !conn.UsesKey() {
@@ -74,25 +75,17 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 		})
 	}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{cosmosDBTryPolicy{}, sign},
-	}, &policy.ClientOptions{Transport: tries, Retry: cosmosDBRetry})
+		PerRetry: []policy.Policy{&cosmosDBTryPolicy{}, sign},
+	}, &policy.ClientOptions{Transport: tries, Retry: retry})
 	return &CosmosDBClient{conn: conn, pipeline: pipeline}
 }
 
-// cosmosDBTransport sends a try and reads its body, capped, within the try:
-// a cut one is retried.
-type cosmosDBTransport struct {
-	send    func(*http.Request) (*http.Response, error)
-	timeout time.Duration
-}
+// cosmosDBTransport sends a try and reads its body, capped, within the try
+// (a cut one is retried), for send to take without a copy.
+type cosmosDBTransport func(*http.Request) (*http.Response, error)
 
-func (t cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
-	if t.timeout > 0 {
-		ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
-		defer cancel()
-		req = req.WithContext(ctx)
-	}
-	resp, err := t.send(req)
+func (send cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
+	resp, err := send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -101,17 +94,10 @@ func (t cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
 	_, err = buf.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
 	resp.Body.Close()
-	resp.Body = cosmosDBBody{bytes.NewReader(buf.Bytes()), buf.Bytes()}
+	resp.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+	req.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest).body = buf.Bytes() // cosmosDBTryPolicy checked it
 	return resp, err
 }
-
-// cosmosDBBody is a body in memory; send takes its bytes without a copy.
-type cosmosDBBody struct {
-	*bytes.Reader
-	data []byte
-}
-
-func (cosmosDBBody) Close() error { return nil }
 
 // cosmosDBResource is a URL and the resource type and link a signature
 // covers: dbs/d/colls/c is ("colls", it), dbs/d/colls/c/docs ("docs", its parent).
@@ -131,6 +117,7 @@ func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
 type cosmosDBRequest struct {
 	cosmosDBResource
 	tries int
+	body  []byte // the last try's
 }
 
 type cosmosDBRequestKey struct{}
@@ -157,26 +144,35 @@ func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBReso
 	if !slices.Contains(ok, resp.StatusCode) {
 		return 0, nil, nil, newCosmosDBResponseError(operation, resp)
 	}
-	body, inMemory := resp.Body.(cosmosDBBody)
-	if !inMemory || len(body.data) > cosmosDBMaxResponseBytes {
+	if len(sent.body) > cosmosDBMaxResponseBytes {
 		return 0, nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
 	}
-	return resp.StatusCode, resp.Header, body.data, nil
+	return resp.StatusCode, resp.Header, sent.body, nil
 }
 
 // cosmosDBTryPolicy stamps every try before signing, which covers the date,
 // and counts it and its x-ms-request-charge for the request and the poll.
-type cosmosDBTryPolicy struct{}
+// The date has one-second resolution: a second's tries share its value.
+type cosmosDBTryPolicy struct {
+	mu   sync.Mutex
+	unix int64
+	date []string
+}
 
-func (cosmosDBTryPolicy) Do(req *policy.Request) (*http.Response, error) {
+func (p *cosmosDBTryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	sent, ok := req.Raw().Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest)
 	if !ok {
 		return nil, errors.New("request has no Cosmos DB resource")
 	}
 	h := req.Raw().Header
-	h.Set("X-Ms-Version", cosmosDBAPIVersion)
-	h.Set("X-Ms-Cosmos-Sdk-Supportedcapabilities", cosmosDBCapabilities)
-	h.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
+	h["X-Ms-Version"], h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = cosmosDBAPIVersion, cosmosDBCapabilities
+	now := time.Now().UTC()
+	p.mu.Lock()
+	if now.Unix() != p.unix {
+		p.unix, p.date = now.Unix(), []string{now.Format(http.TimeFormat)}
+	}
+	h["X-Ms-Date"] = p.date
+	p.mu.Unlock()
 	sent.tries++
 	resp, err := req.Next()
 	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
