@@ -89,13 +89,19 @@ func (send cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Cosmos DB announces the length: room for it (and for seeing EOF)
-	// reads the body into one allocation.
-	buf := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	// Cosmos DB announces the length: one allocation of it holds the body,
+	// and one byte more is only asked for. A longer body is read whole, capped.
+	data := make([]byte, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes))
+	if _, err = io.ReadFull(resp.Body, data); err == nil {
+		var probe [1]byte
+		if n, perr := resp.Body.Read(probe[:]); n > 0 || perr != io.EOF {
+			rest, rerr := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(probe[:n]), resp.Body), cosmosDBMaxResponseBytes+1-int64(len(data))))
+			data, err = append(data, rest...), rerr
+		}
+	}
 	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
-	req.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest).body = buf.Bytes() // cosmosDBTryPolicy checked it
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	req.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest).body = data // cosmosDBTryPolicy checked it
 	return resp, err
 }
 
