@@ -4,7 +4,7 @@ PKGS := ./...
 # `make help` lists every target that has a `## description` after its name.
 .DEFAULT_GOAL := build
 
-.PHONY: help build test lint ci demo bench bench-compare external-kedaclient intree intree-patch e2e-local e2e-local-external
+.PHONY: help build test lint ci demo bench bench-compare bench-instructions external-kedaclient intree intree-patch e2e-local e2e-local-external
 .PHONY: image image-push helm-lint helm-template helm-package tools dist
 
 help: ## List the targets and what each does
@@ -32,6 +32,10 @@ bench: ## Our scaler alone and the bare-HTTP floor of the same poll, 1 to 10,000
 
 bench-compare: ## Ours and KEDA v2.21.0's scaler side by side (own module; compiles all of KEDA's scalers)
 	cd bench/kedacompare && $(GO) test -run '^$$' -bench . -benchtime 10x -count 3 -benchmem .
+
+bench-instructions: ## Instructions per operation under valgrind, steady where times are not: the client's lease read (an estimate of 64) and the server's change feed answer
+	hack/bench-instructions.sh ./tests/emulator/ 'LeaseRead$$' 20 120
+	hack/bench-instructions.sh ./pkg/cosmostest/ 'ServeChangeFeedRead$$'
 
 external-kedaclient: ## The external scaler driven by KEDA v2.21.0's own clients (own module)
 	cd cmd/cosmosdb-external-scaler/kedaclient && $(GO) test -count=1 .
