@@ -27,7 +27,7 @@ const (
 // isAllVersionsRead reports whether a change feed request asks for the
 // all-versions-and-deletes mode.
 func isAllVersionsRead(r *http.Request) bool {
-	return strings.EqualFold(headerOf(r, hdrAIM), aimFullFidelity)
+	return strings.EqualFold(headerValue(r.Header, hdrAIM), aimFullFidelity)
 }
 
 // isChangeFeedAIM reports whether an A-IM value is a change feed mode.
@@ -38,12 +38,12 @@ func isChangeFeedAIM(v string) bool {
 // allVersionsLocked serves an AVAD read of [lo, hi) of range pr (or of one
 // logical partition, onlyEPK), after the range headers have been checked.
 func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, lo, hi, onlyEPK string, pageSize int) *reply {
-	if v := headerOf(r, hdrWireFormat); v != wireFormatCurrent {
+	if v := headerValue(r.Header, hdrWireFormat); v != wireFormatCurrent {
 		return badRequest("an all versions and deletes change feed read needs %s: %s, got %q", hdrWireFormat, wireFormatCurrent, v)
 	}
-	inm := headerOf(r, "If-None-Match")
+	inm := headerValue(r.Header, "If-None-Match")
 	switch {
-	case inm == "" && headerOf(r, hdrIfModifiedSince) != "":
+	case inm == "" && headerValue(r.Header, hdrIfModifiedSince) != "":
 		return badRequest("the all versions and deletes change feed cannot start from a point in time: start from now (If-None-Match: *) or from a continuation")
 	case inm == "":
 		return badRequest("the all versions and deletes change feed cannot start from the beginning: start from now (If-None-Match: *) or from a continuation")

@@ -64,10 +64,10 @@ type acceptedAuth struct {
 }
 
 func requestDate(r *http.Request) string {
-	if date := headerOf(r, hdrDate); date != "" {
+	if date := headerValue(r.Header, hdrDate); date != "" {
 		return date
 	}
-	return headerOf(r, "Date")
+	return headerValue(r.Header, "Date")
 }
 
 // acceptedBefore reports whether raw is the Authorization value last

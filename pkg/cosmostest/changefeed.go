@@ -32,7 +32,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		lo, hi  string
 		onlyEPK string // set when reading one logical partition
 	)
-	rangeID := headerOf(r, hdrPartitionKeyRangeID)
+	rangeID := headerValue(r.Header, hdrPartitionKeyRangeID)
 	switch {
 	case rangeID != "":
 		var rep *reply
@@ -48,8 +48,8 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return badRequest("a change feed read needs the %s or the %s header", strings.ToLower(hdrPartitionKeyRangeID), strings.ToLower(hdrPartitionKey))
 	}
 
-	if strings.EqualFold(headerOf(r, hdrReadKeyType), "EffectivePartitionKeyRange") {
-		start, end := headerOf(r, hdrStartEPK), headerOf(r, hdrEndEPK)
+	if strings.EqualFold(headerValue(r.Header, hdrReadKeyType), "EffectivePartitionKeyRange") {
+		start, end := headerValue(r.Header, hdrStartEPK), headerValue(r.Header, hdrEndEPK)
 		if end == "" || start >= end {
 			return badRequest("the EPK range [%q, %q) is empty", start, end)
 		}
@@ -62,7 +62,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
-	inm := headerOf(r, "If-None-Match")
+	inm := headerValue(r.Header, "If-None-Match")
 	var after int64
 	switch inm {
 	case "":

@@ -87,14 +87,14 @@ func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
 // (manual) or the autoscale maximum, about 10,000 RU/s each, at least one.
 func rangesForThroughput(r *http.Request) (int, *reply) {
 	throughput := 0
-	if v := headerOf(r, hdrOfferThroughput); v != "" {
+	if v := headerValue(r.Header, hdrOfferThroughput); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 400 {
 			return 0, badRequest("x-ms-offer-throughput must be a whole number of RU/s, at least 400, got %q", v)
 		}
 		throughput = n
 	}
-	if v := headerOf(r, hdrAutopilotSettings); v != "" {
+	if v := headerValue(r.Header, hdrAutopilotSettings); v != "" {
 		var autoscale struct {
 			MaxThroughput int `json:"maxThroughput"`
 		}

@@ -20,7 +20,7 @@ import (
 // response header map as given, because Header.Set would canonicalise them.
 // Go clients read them case-insensitively either way.
 //
-// Request headers are read with headerOf, by the canonical names net/http
+// Request headers are read with headerValue, by the canonical names net/http
 // stores them under; error messages quote them in lower case, as the
 // service does.
 const (
@@ -57,11 +57,12 @@ const (
 	hdrQueryPlanRequest    = "X-Ms-Cosmos-Is-Query-Plan-Request"
 )
 
-// headerOf is r.Header.Get for a name already in canonical form: Get
-// canonicalises its argument on every call, about a dozen times per request
-// (BENCHMARKS.md, "After issue N, the server's header reads").
-func headerOf(r *http.Request, canonicalName string) string {
-	if v := r.Header[canonicalName]; len(v) > 0 {
+// headerValue is h.Get without canonicalising name on every call (about a
+// dozen calls per request; BENCHMARKS.md, "After issue N, measured by
+// instructions"): requests are read by their canonical names, and replies
+// by the names they were set under.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
@@ -97,7 +98,7 @@ func classify(r *http.Request, segs []string) RequestKind {
 			}
 			return KindCreate
 		case http.MethodGet:
-			if isChangeFeedAIM(headerOf(r, hdrAIM)) {
+			if isChangeFeedAIM(headerValue(r.Header, hdrAIM)) {
 				return KindChangeFeed
 			}
 			return KindReadFeed
@@ -116,15 +117,15 @@ func classify(r *http.Request, segs []string) RequestKind {
 }
 
 func isQuery(r *http.Request) bool {
-	ct := strings.ToLower(headerOf(r, "Content-Type"))
-	return strings.EqualFold(headerOf(r, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
+	ct := strings.ToLower(headerValue(r.Header, "Content-Type"))
+	return strings.EqualFold(headerValue(r.Header, hdrIsQuery), "true") || strings.HasPrefix(ct, "application/query+json")
 }
 
 // partitionKeyHeader parses x-ms-documentdb-partitionkey, a JSON array with
 // one value; [{}] stands for an undefined (missing) value. ok is false when
 // the header is absent.
 func partitionKeyHeader(r *http.Request) (value any, ok bool, rep *reply) {
-	raw := headerOf(r, hdrPartitionKey)
+	raw := headerValue(r.Header, hdrPartitionKey)
 	if raw == "" {
 		return nil, false, nil
 	}
@@ -180,7 +181,7 @@ func readDocument(r *http.Request) (map[string]any, *reply) {
 // maxItemCount reads x-ms-max-item-count: absent or -1 means the default page
 // size of 100; explicit values are honoured up to 1000.
 func maxItemCount(r *http.Request) (int, *reply) {
-	raw := headerOf(r, hdrMaxItemCount)
+	raw := headerValue(r.Header, hdrMaxItemCount)
 	if raw == "" {
 		return 100, nil
 	}

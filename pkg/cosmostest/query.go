@@ -37,7 +37,7 @@ type queryParameter = cosmossql.Param
 const subStatusCrossPartitionQueryNotServable = 1004
 
 func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
-	if ct := headerOf(r, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
+	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
 	}
 	body, rep := readBody(r)
@@ -57,7 +57,7 @@ func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 		return rep
 	}
 	var cursor queryCursor
-	if tok := headerOf(r, hdrClientContinuation); tok != "" {
+	if tok := headerValue(r.Header, hdrClientContinuation); tok != "" {
 		if cursor, err = decodeQueryContinuation(tok); err != nil {
 			return badRequest("invalid continuation token for this query")
 		}
@@ -66,7 +66,7 @@ func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 	if rep != nil {
 		return rep
 	}
-	planRequest := strings.EqualFold(headerOf(r, hdrQueryPlanRequest), "true")
+	planRequest := strings.EqualFold(headerValue(r.Header, hdrQueryPlanRequest), "true")
 
 	return a.inContainer(dbID, collID, func(c *Container) *reply {
 		if planRequest {
@@ -81,7 +81,7 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
 	scopeRanges := c.ranges
-	switch rangeID := headerOf(r, hdrPartitionKeyRangeID); {
+	switch rangeID := headerValue(r.Header, hdrPartitionKeyRangeID); {
 	case hasPK:
 		epk := epkOf(pkValue)
 		inScope = func(it *item) bool { return it.epk == epk }
@@ -95,7 +95,7 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 		scopeRanges = []*pkRange{pr}
 	case q.NeedsPartitionedExecution():
 		return crossPartitionNotServable(q)
-	case len(c.ranges) > 1 && !strings.EqualFold(headerOf(r, hdrCrossPartition), "true"):
+	case len(c.ranges) > 1 && !strings.EqualFold(headerValue(r.Header, hdrCrossPartition), "true"):
 		return badRequest("Cross partition query is required but disabled. Please set %s = True, or specify the partition key", strings.ToLower(hdrCrossPartition))
 	}
 

@@ -160,13 +160,13 @@ func (rep *reply) write(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rep.header {
 		h[k] = v
 	}
-	if len(h[hdrContentType]) == 0 || h[hdrContentType][0] == "" {
+	if headerValue(h, hdrContentType) == "" {
 		h[hdrContentType] = []string{"application/json"}
 	}
-	if len(h[hdrRequestCharge]) == 0 || h[hdrRequestCharge][0] == "" {
+	if headerValue(h, hdrRequestCharge) == "" {
 		h[hdrRequestCharge] = []string{formatCharge(rep.charge)}
 	}
-	id := headerOf(r, hdrClientActivityID)
+	id := headerValue(r.Header, hdrClientActivityID)
 	if id == "" {
 		id = newActivityID()
 	}

@@ -92,7 +92,7 @@ func containerBody(c *Container) map[string]any {
 
 func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
 	mode := writeCreate
-	if strings.EqualFold(headerOf(r, hdrIsUpsert), "true") {
+	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
 	return a.write(r, dbID, collID, "", mode)
@@ -129,7 +129,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 	}
 	id, _ := doc["id"].(string)
 	old, existed := c.items[id]
-	if ifMatch := headerOf(r, "If-Match"); ifMatch != "" && mode != writeCreate {
+	if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && mode != writeCreate {
 		if !existed || old.doc["_etag"] != ifMatch {
 			if mode == writeReplace && !existed {
 				return notFound("item " + id + " does not exist")
@@ -152,7 +152,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 		status = http.StatusCreated
 	}
 	var out *reply
-	if strings.EqualFold(headerOf(r, hdrPrefer), "return=minimal") {
+	if strings.EqualFold(headerValue(r.Header, hdrPrefer), "return=minimal") {
 		out = newReply(status, chargeWrite)
 	} else {
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
@@ -184,7 +184,7 @@ func (a *Account) inItem(r *http.Request, dbID, collID, itemID string, serve fun
 func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
 	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
 		etag := it.doc["_etag"].(string)
-		if inm := headerOf(r, "If-None-Match"); inm != "" && inm == etag {
+		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
 			out := newReply(http.StatusNotModified, chargePointRead)
 			out.set(hdrETag, etag)
 			setContentPaths(out, c)
@@ -200,7 +200,7 @@ func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *r
 
 func (a *Account) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
 	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
-		if ifMatch := headerOf(r, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
+		if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
 			return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
 				"the operation specified an etag that is different from the version available at the server")
 		}

@@ -33,7 +33,7 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Kind:    kind,
 		Method:  r.Method,
 		Path:    r.URL.Path,
-		RangeID: headerOf(r, hdrPartitionKeyRangeID),
+		RangeID: headerValue(r.Header, hdrPartitionKeyRangeID),
 		Header:  r.Header,
 		At:      time.Now(),
 	}
@@ -175,7 +175,7 @@ func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
 
 func pkRangesLocked(r *http.Request, c *Container) *reply {
 	etag := `"` + c.rid + "-" + strconv.FormatInt(c.topology, 10) + `"`
-	if headerOf(r, "If-None-Match") == etag {
+	if headerValue(r.Header, "If-None-Match") == etag {
 		out := newReply(http.StatusNotModified, chargeMetadata)
 		out.set(hdrETag, etag)
 		return out

@@ -96,7 +96,7 @@ func TestResponseHeadersLowerCase(t *testing.T) {
 	}
 }
 
-// Request headers are read by map lookup (headerOf), which finds only the
+// Request headers are read by map lookup (headerValue), which finds only the
 // canonical names net/http stores them under.
 func TestRequestHeaderNamesCanonical(t *testing.T) {
 	for _, k := range []string{

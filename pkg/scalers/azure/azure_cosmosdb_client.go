@@ -90,7 +90,7 @@ func (send cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// Cosmos DB announces the length: one allocation of it holds the body,
-	// and one byte more is only asked for. A longer body is read whole, capped.
+	// and a one-byte read confirms the end (a longer body is read whole, capped).
 	data := make([]byte, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes))
 	if _, err = io.ReadFull(resp.Body, data); err == nil {
 		var probe [1]byte
