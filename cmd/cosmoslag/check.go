@@ -315,10 +315,10 @@ func wakeFromZeroWarning(setup *triggerSetup, r *checkReport) string {
 	if setup.min > 0 || len(r.Leases) > 0 {
 		return ""
 	}
-	return fmt.Sprintf("no lease of processor %s is counted (the lease query returned %d document(s); leases never checkpointed "+
+	return fmt.Sprintf("no lease of processor %s is counted (leases never checkpointed "+
 		"have no continuation and are not counted) and minReplicaCount is %d: the processor will not be woken from zero, "+
 		"whatever its backlog, until a running instance checkpoints its leases; set minReplicaCount: 1 (at least until the leases "+
-		"are checkpointed)", r.Processor, r.LeaseDocuments, setup.min)
+		"are checkpointed)", r.Processor, setup.min)
 }
 
 // checkBeforeSample applies the real scaler's validation (its constructor,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
 // checkReport is check's result, printed as a table or as JSON.
@@ -44,10 +45,9 @@ type checkReport struct {
 // checkEstimate is the part of check's result that only a successful
 // estimate has.
 type checkEstimate struct {
-	Leases         []leaseRow `json:"leases"`
-	StaleParents   int        `json:"staleParents"`
-	SplitRetried   bool       `json:"splitRetried"`
-	LeaseDocuments int        `json:"leaseDocuments"` // documents the lease query returned
+	Leases       []leaseRow `json:"leases"`
+	StaleParents int        `json:"staleParents"`
+	SplitRetried bool       `json:"splitRetried"`
 	// NeverCheckpointed are the tokens of the processor's leases without a
 	// continuation, which the estimate does not count (looked for when the
 	// ScaledObject can scale to zero).
@@ -74,8 +74,8 @@ type checkFailure struct {
 
 type leaseRow struct {
 	Token        string `json:"token"`
-	Format       string `json:"format"`
-	Mode         string `json:"mode"` // the change feed mode the lease is read in
+	Format       string `json:"format"` // v0 (a partition key range) or v1 (an EPK range)
+	Mode         string `json:"mode"`   // the change feed mode the lease is read in
 	Owner        string `json:"owner"`
 	Continuation string `json:"continuation"`
 	Lag          int64  `json:"lag"`
@@ -98,7 +98,7 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {
 		row := leaseRow{
-			Token: l.Token, Format: l.Format, Mode: modeName(l.AllVersionsAndDeletes), Owner: l.Owner, Continuation: l.Continuation,
+			Token: l.Token, Format: leaseFormat(l.CosmosDBLease), Mode: modeName(l.AllVersionsAndDeletes), Owner: l.Owner, Continuation: l.Continuation,
 			Lag: l.Lag, StaleParent: l.StaleParent,
 		}
 		if l.Lag > 0 && !l.PendingSince.IsZero() {
@@ -112,9 +112,17 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 		r.Leases = append(r.Leases, row)
 	}
 	sort.SliceStable(r.Leases, func(i, j int) bool { return tokenLess(r.Leases[i].Token, r.Leases[j].Token) })
-	r.StaleParents, r.SplitRetried, r.LeaseDocuments = res.StaleParents, res.SplitRetried, res.Documents
+	r.StaleParents, r.SplitRetried = res.StaleParents, res.SplitRetried
 	r.TotalLag, r.ActivePartitions, r.Metric, r.Active = s.TotalLag, s.ActivePartitions, s.Metric, s.Active
-	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, res.Duration.Milliseconds()
+	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, e.Duration.Milliseconds()
+}
+
+// leaseFormat is a lease's version: v1 leases cover an EPK range.
+func leaseFormat(l azure.CosmosDBLease) string {
+	if l.EPK {
+		return "v1"
+	}
+	return "v0"
 }
 
 // modeName is how a lease's change feed mode is printed.
@@ -181,8 +189,8 @@ func writeCheckHeader(b *strings.Builder, r *checkReport) {
 // lease's range merged or split.
 func writeLeaseTable(b *strings.Builder, r *checkReport) error {
 	if len(r.Leases) == 0 {
-		fmt.Fprintf(b, "No leases: the lease query returned %d document(s) for this processor; leases never checkpointed\n"+
-			"(ContinuationToken null) and bookkeeping documents are not counted.\n\n", r.LeaseDocuments)
+		b.WriteString("No leases counted for this processor: leases never checkpointed (ContinuationToken null)\n" +
+			"and bookkeeping documents are not counted.\n\n")
 		return nil
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)

@@ -26,7 +26,7 @@ func TestCheckShowsOldestPendingChange(t *testing.T) {
 	}
 	for _, re := range []string{
 		`(?m)^LEASE\s+FORMAT\s+MODE\s+OWNER\s+CONTINUATION\s+LAG\s+OLDEST PENDING\s+RANGE$`,
-		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+1m3[0-3]s\s+-$`,
+		`(?m)^0\s+v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+1m3[0-3]s\s+-$`,
 		`(?m)^1\s+.*stale parent\s+-\s+split into 2, 3$`,
 		`(?m)^Oldest pending\s+1m3[0-3]s ago \(lease 0, made \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$`,
 	} {

@@ -64,9 +64,9 @@ func TestCheckEmulatorTable(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^ScaledObject\s+shop/order-projector, trigger 1 \(orders\) \[embedded server\]$`,
 		`(?m)^LEASE\s+FORMAT\s+MODE\s+OWNER\s+CONTINUATION\s+LAG\s+OLDEST PENDING$`,
-		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+order-projector-1\s+"10"\s+120\s+\d+s$`,
-		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+order-projector-2\s+"10"\s+0\s+-$`,
-		`(?m)^2\s+dotnet-v0\s+LatestVersion\s+-\s+"10"\s+35\s+\d+s$`,
+		`(?m)^0\s+v0\s+LatestVersion\s+order-projector-1\s+"10"\s+120\s+\d+s$`,
+		`(?m)^1\s+v0\s+LatestVersion\s+order-projector-2\s+"10"\s+0\s+-$`,
+		`(?m)^2\s+v0\s+LatestVersion\s+-\s+"10"\s+35\s+\d+s$`,
 		`(?m)^Total lag\s+155 over 3 lease\(s\)$`,
 		`(?m)^Active partitions\s+2$`,
 		`(?m)^Metric\s+100 = min\(total lag 155, 2 active partition\(s\) × 50\)$`,
@@ -145,8 +145,8 @@ func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
 	}
 	t.Log("\n" + stdout)
 	for _, re := range []string{
-		`(?m)^0\s+dotnet-v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+\d+s\s+-$`,
-		`(?m)^1\s+dotnet-v0\s+LatestVersion\s+-\s+"0"\s+stale parent\s+-\s+split into 2, 3$`,
+		`(?m)^0\s+v0\s+LatestVersion\s+host-a\s+"0"\s+7\s+\d+s\s+-$`,
+		`(?m)^1\s+v0\s+LatestVersion\s+-\s+"0"\s+stale parent\s+-\s+split into 2, 3$`,
 		`(?m)^Total lag\s+7 over 2 lease\(s\), 1 stale parent\(s\) \(1 of a split range\)`,
 		`(?m)^Active partitions\s+1$`,
 		`(?m)^Metric\s+7 = `,
@@ -296,7 +296,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 	// EPK tokens are "min-max"; the decoder takes the LSN out of Java's
 	// Base64 continuation state.
 	for i, lag := range []string{"0", "9"} {
-		re := `(?m)^` + regexp.QuoteMeta(tokens[i]) + `\s+java-v1\s+LatestVersion\s+-\s+"0"\s+` + lag + `\s+\S+$`
+		re := `(?m)^` + regexp.QuoteMeta(tokens[i]) + `\s+v1\s+LatestVersion\s+-\s+"0"\s+` + lag + `\s+\S+$`
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("no row for lease %s with lag %s", tokens[i], lag)
 		}
@@ -333,7 +333,7 @@ func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if re := `(?m)^0\s+dotnet-v0\s+AllVersionsAndDeletes\s+-\s+"1"\s+1\s+\d+s$`; !regexp.MustCompile(re).MatchString(stdout) {
+	if re := `(?m)^0\s+v0\s+AllVersionsAndDeletes\s+-\s+"1"\s+1\s+\d+s$`; !regexp.MustCompile(re).MatchString(stdout) {
 		t.Errorf("output does not match %s:\n%s", re, stdout)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/metrics/pkg/apis/external_metrics"
 
@@ -30,15 +31,16 @@ type AzureCosmosDBTrigger struct {
 	Threshold, Activation int64 // changeFeedLagThreshold, activationChangeFeedLagThreshold
 }
 
-// AzureCosmosDBEstimate is one estimate exactly as the scaler made it: the
-// per-lease estimate, the summary it returned to KEDA and the thresholds
-// it applied.
+// AzureCosmosDBEstimate is one estimate as the scaler's estimator made it:
+// the per-lease estimate, the summary the scaler returns to KEDA for it and
+// the thresholds it applied.
 type AzureCosmosDBEstimate struct {
 	azure.CosmosDBLagEstimate
 	azure.CosmosDBLagSummary
 	Threshold, Activation int64
-	// Err is the error the scaler returned; then the summary is zero and
-	// the estimate holds only the requests, request charge and duration.
+	Duration              time.Duration
+	// Err is the error the scaler returns; then the summary is zero and
+	// the estimate holds only the requests and request charge.
 	Err error
 }
 
@@ -50,11 +52,24 @@ type observedAzureCosmosDBScaler struct {
 	observe func(AzureCosmosDBEstimate)
 }
 
+// GetMetricsAndActivity returns and logs what the scaler's own would: the
+// summary's metric and activity, or its error.
 func (o observedAzureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
-	estimate, summary, err := o.estimate(ctx)
-	o.observe(AzureCosmosDBEstimate{CosmosDBLagEstimate: estimate, CosmosDBLagSummary: summary,
-		Threshold: o.trigger.Threshold, Activation: o.trigger.Activation, Err: err})
-	return azureCosmosDBMetrics(metricName, summary, err)
+	start := time.Now()
+	e := AzureCosmosDBEstimate{Threshold: o.trigger.Threshold, Activation: o.trigger.Activation}
+	e.CosmosDBLagEstimate, e.Err = o.estimator.Estimate(ctx)
+	e.Duration = time.Since(start)
+	if e.Err != nil {
+		e.Err = fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", o.trigger.Processor, e.Err)
+	} else {
+		e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
+		o.logEstimate(e.CosmosDBLagEstimate, e.CosmosDBLagSummary, e.Duration)
+	}
+	o.observe(e)
+	if e.Err != nil {
+		return []external_metrics.ExternalMetricValue{}, false, e.Err
+	}
+	return []external_metrics.ExternalMetricValue{GenerateMetricInMili(metricName, float64(e.Metric))}, e.Active, nil
 }
 
 // NewObservedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler

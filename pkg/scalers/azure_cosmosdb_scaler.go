@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
@@ -167,34 +168,39 @@ func (s *azureCosmosDBScaler) metricName() string {
 // GetMetricsAndActivity returns the capped lag, active above the activation
 // threshold; a failure is returned as it is, never a partial or cached value.
 func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
-	_, summary, err := s.estimate(ctx)
-	return azureCosmosDBMetrics(metricName, summary, err)
-}
-
-func azureCosmosDBMetrics(metricName string, summary azure.CosmosDBLagSummary, err error) ([]external_metrics.ExternalMetricValue, bool, error) {
+	start := time.Now()
+	estimate, err := s.estimator.Estimate(ctx)
 	if err != nil {
-		return []external_metrics.ExternalMetricValue{}, false, err
+		return []external_metrics.ExternalMetricValue{}, false, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.metadata.ProcessorName, err)
 	}
+	summary := estimate.Summarize(s.metadata.ChangeFeedLagThreshold, s.metadata.ActivationChangeFeedLagThreshold)
+	s.logEstimate(estimate, summary, time.Since(start))
 	return []external_metrics.ExternalMetricValue{GenerateMetricInMili(metricName, float64(summary.Metric))}, summary.Active, nil
 }
 
-// estimate runs one poll and applies the trigger's arithmetic.
-func (s *azureCosmosDBScaler) estimate(ctx context.Context) (azure.CosmosDBLagEstimate, azure.CosmosDBLagSummary, error) {
+// logEstimate warns of stale parents, and at V(1) says what the poll saw.
+func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, summary azure.CosmosDBLagSummary, duration time.Duration) {
 	processor := s.metadata.ProcessorName
-	estimate, err := s.estimator.Estimate(ctx)
-	if err != nil {
-		return estimate, azure.CosmosDBLagSummary{}, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", processor, err)
-	}
-	summary := estimate.Summarize(s.metadata.ChangeFeedLagThreshold, s.metadata.ActivationChangeFeedLagThreshold)
 	if estimate.StaleParents > 0 {
 		s.logger.Info("Warning: partition split or merge: stale parent lease(s) remain after a lease refresh; waking the processor to replace them", "processor", processor, "staleParents", estimate.StaleParents)
 	} else if estimate.SplitRetried {
 		s.logger.Info("partition split or merge seen; estimate redone after a lease refresh", "processor", processor)
 	}
-	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases),
+	if !s.logger.V(1).Enabled() {
+		return
+	}
+	// How many processor instances hold leases, and how old the oldest
+	// pending change is: what an operator compares with replicas and latency.
+	owners, oldest := map[string]bool{}, time.Time{}
+	for _, l := range estimate.Leases {
+		owners[l.Owner] = true
+		if l.Lag > 0 && !l.PendingSince.IsZero() && (oldest.IsZero() || l.PendingSince.Before(oldest)) {
+			oldest = l.PendingSince
+		}
+	}
+	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases), "leaseOwners", len(owners),
 		"totalLag", summary.TotalLag, "activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
-		"requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", estimate.Duration)
-	return estimate, summary, nil
+		"oldestPendingChange", oldest, "requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", duration)
 }
 
 // Close has nothing to release: connections belong to KEDA's shared transport.

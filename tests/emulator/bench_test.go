@@ -167,7 +167,7 @@ func BenchmarkHTTPFloor(b *testing.B) {
 				}
 				work := make(chan struct{})
 				var wg sync.WaitGroup
-				for range min(leases, azure.CosmosDBReadConcurrency) {
+				for range min(leases, 32) { // the scaler's cosmosDBReadConcurrency
 					wg.Go(func() {
 						for range work {
 							send()

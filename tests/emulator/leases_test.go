@@ -53,17 +53,17 @@ func TestLeasesOfEachWriterFormat(t *testing.T) {
 		want azure.CosmosDBLease
 	}{
 		{".NET v3 v0", `{"id":"p..0","version":0,"LeaseToken":"0","FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"host-1","ContinuationToken":"\"24\"","properties":{},"Mode":"Incremental Feed"}`,
-			azure.CosmosDBLease{ID: id("0"), Token: "0", Format: "dotnet-v0", Continuation: `"24"`, Owner: "host-1"}},
+			azure.CosmosDBLease{ID: id("0"), Token: "0", Continuation: `"24"`, Owner: "host-1"}},
 		{".NET v3 v1", `{"id":"p..05C1DFFFFFFFFC-FF","version":1,"LeaseToken":"05C1DFFFFFFFFC-FF","FeedRange":{"Range":{"min":"05C1DFFFFFFFFC","max":"FF"}},"Owner":null,"ContinuationToken":"\"100\""}`,
-			azure.CosmosDBLease{ID: id("05C1DFFFFFFFFC-FF"), Token: "05C1DFFFFFFFFC-FF", Format: "dotnet-v1", EPK: true, Min: "05C1DFFFFFFFFC", Max: "FF", Continuation: `"100"`}},
+			azure.CosmosDBLease{ID: id("05C1DFFFFFFFFC-FF"), Token: "05C1DFFFFFFFFC-FF", EPK: true, Min: "05C1DFFFFFFFFC", Max: "FF", Continuation: `"100"`}},
 		{"Java v4 v0", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\"","timestamp":"x","Owner":"ZKNjph"}`,
-			azure.CosmosDBLease{ID: id("3"), Token: "3", Format: "java-v0", Continuation: `"11"`, Owner: "ZKNjph"}},
+			azure.CosmosDBLease{ID: id("3"), Token: "3", Continuation: `"11"`, Owner: "ZKNjph"}},
 		{"Java v4 v1", `{"id":"p..-FF","LeaseToken":"-FF","ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `","Owner":"ZKNjph","version":1,"feedRange":{"Range":{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}}}`,
-			azure.CosmosDBLease{ID: id("-FF"), Token: "-FF", Format: "java-v1", EPK: true, Min: "", Max: "FF", Continuation: `"11"`, Owner: "ZKNjph"}},
+			azure.CosmosDBLease{ID: id("-FF"), Token: "-FF", EPK: true, Min: "", Max: "FF", Continuation: `"11"`, Owner: "ZKNjph"}},
 		{".NET v2 library", `{"id":"p..7","PartitionId":"7","Owner":"w","ContinuationToken":"\"5\""}`,
-			azure.CosmosDBLease{ID: id("7"), Token: "7", Format: "dotnet-v2-library", Continuation: `"5"`, Owner: "w"}},
+			azure.CosmosDBLease{ID: id("7"), Token: "7", Continuation: `"5"`, Owner: "w"}},
 		{"bare LSN continuation", `{"id":"p..1","version":0,"LeaseToken":"1","ContinuationToken":"42"}`,
-			azure.CosmosDBLease{ID: id("1"), Token: "1", Format: "dotnet-v0", Continuation: `"42"`}},
+			azure.CosmosDBLease{ID: id("1"), Token: "1", Continuation: `"42"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,13 +154,13 @@ func TestLeaseOwnership(t *testing.T) {
 			t.Errorf("lease %q counted: %v, want %v", id, got[id], ours)
 		}
 	}
-	if len(e.Leases) != len(want) || e.Documents != len(ids) {
-		t.Errorf("%d leases of %d documents, want %d of %d", len(e.Leases), e.Documents, len(want), len(ids))
+	if len(e.Leases) != len(want) {
+		t.Errorf("%d leases, want %d", len(e.Leases), len(want))
 	}
 }
 
 // A page holding documents that are not leases at all still yields its
-// leases and counts every document; a truncated page fails the estimate.
+// leases; a truncated page fails the estimate.
 func TestLeasePageWithOtherDocuments(t *testing.T) {
 	a := &scriptedAccount{leases: []string{
 		`{"id":5}`, `"text"`, `null`, `[]`,
@@ -173,8 +173,8 @@ func TestLeasePageWithOtherDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Leases) != 2 || e.Documents != 8 {
-		t.Fatalf("%d leases of %d documents, want 2 of 8: %+v", len(e.Leases), e.Documents, e.Leases)
+	if len(e.Leases) != 2 {
+		t.Fatalf("%d leases, want 2: %+v", len(e.Leases), e.Leases)
 	}
 	a.page = `{"Documents":[{"id":"x"}`
 	if _, err := a.estimate(t); err == nil || !strings.Contains(err.Error(), "malformed response body") {
@@ -185,46 +185,34 @@ func TestLeasePageWithOtherDocuments(t *testing.T) {
 // Each writer's lease keeps the processor's change feed mode: .NET v3 in
 // "Mode" (v0 and v1, any case), Java v4 EPK leases inside the Base64 state;
 // writers that record no mode (Java v0, .NET v2 library, legacy .NET) are
-// latest version. A value no writer writes is read as latest version and
-// kept as unknown.
+// latest version. A value no writer writes is read as latest version.
 func TestLeasesKeepTheProcessorsMode(t *testing.T) {
 	javaAVAD := encodeJavaStateWithMode(base64.URLEncoding, "coll==", "FULL_FIDELITY", "NOW", `"\"11\""`)
 	cases := []struct {
-		name        string
-		doc         string
-		avad        bool
-		unknownMode string
+		name string
+		doc  string
+		avad bool
 	}{
-		{".NET v0 latest version", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Incremental Feed"}`, false, ""},
-		{".NET v0 all versions and deletes", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Full-Fidelity Feed"}`, true, ""},
-		{".NET v1 all versions and deletes", `{"id":"p..05-FF","version":1,"LeaseToken":"05-FF","FeedRange":{"Range":{"min":"05","max":"FF"}},"ContinuationToken":"\"7\"","Mode":"Full-Fidelity Feed"}`, true, ""},
-		{".NET mode in another case", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"full-fidelity feed"}`, true, ""},
-		{".NET legacy lease without mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\""}`, false, ""},
-		{".NET null mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":null}`, false, ""},
-		{"Java v4 v1 incremental", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `"}`, false, ""},
-		{"Java v4 v1 full fidelity", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + javaAVAD + `"}`, true, ""},
-		{"Java v4 v0 (no mode)", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\""}`, false, ""},
-		{".NET v2 library (no mode)", `{"id":"p..7","PartitionId":"7","ContinuationToken":"\"5\""}`, false, ""},
-		{".NET unknown mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Everything Feed"}`, false, "Everything Feed"},
-		{"Java unknown mode", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaStateWithMode(base64.URLEncoding, "coll==", "SOMETHING_NEW", "NOW", `"\"11\""`) + `"}`, false, "SOMETHING_NEW"},
+		{".NET v0 latest version", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Incremental Feed"}`, false},
+		{".NET v0 all versions and deletes", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Full-Fidelity Feed"}`, true},
+		{".NET v1 all versions and deletes", `{"id":"p..05-FF","version":1,"LeaseToken":"05-FF","FeedRange":{"Range":{"min":"05","max":"FF"}},"ContinuationToken":"\"7\"","Mode":"Full-Fidelity Feed"}`, true},
+		{".NET mode in another case", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"full-fidelity feed"}`, true},
+		{".NET legacy lease without mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\""}`, false},
+		{".NET null mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":null}`, false},
+		{"Java v4 v1 incremental", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `"}`, false},
+		{"Java v4 v1 full fidelity", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + javaAVAD + `"}`, true},
+		{"Java v4 v0 (no mode)", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\""}`, false},
+		{".NET v2 library (no mode)", `{"id":"p..7","PartitionId":"7","ContinuationToken":"\"5\""}`, false},
+		{".NET unknown mode", `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"Everything Feed"}`, false},
+		{"Java unknown mode", `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"` + encodeJavaStateWithMode(base64.URLEncoding, "coll==", "SOMETHING_NEW", "NOW", `"\"11\""`) + `"}`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := estimatedLeases(t, tc.doc)
-			if len(got) != 1 || got[0].AllVersionsAndDeletes != tc.avad || got[0].UnknownMode != tc.unknownMode {
-				t.Fatalf("got %+v, want all versions and deletes %v (unknown mode %q)", got, tc.avad, tc.unknownMode)
+			if len(got) != 1 || got[0].AllVersionsAndDeletes != tc.avad {
+				t.Fatalf("got %+v, want all versions and deletes %v", got, tc.avad)
 			}
 		})
-	}
-}
-
-// An unknown mode value is kept only up to a bound: it may end up in a log
-// line or a command's output.
-func TestUnknownModeIsBounded(t *testing.T) {
-	long := strings.Repeat("x", 10_000)
-	got := estimatedLeases(t, `{"id":"p..0","version":0,"LeaseToken":"0","ContinuationToken":"\"24\"","Mode":"`+long+`"}`)
-	if len(got) != 1 || got[0].AllVersionsAndDeletes || got[0].UnknownMode == "" || len(got[0].UnknownMode) > 100 {
-		t.Fatalf("got %d leases, unknown mode of %d bytes", len(got), len(got[0].UnknownMode))
 	}
 }
 
@@ -242,15 +230,14 @@ func TestJavaStateInURLSafeBase64(t *testing.T) {
 		t.Fatal("test setup: no state whose URL-safe encoding differs from the standard one")
 	}
 	got := estimatedLeases(t, `{"id":"p..-FF","LeaseToken":"-FF","version":1,"feedRange":{"Range":{"min":"","max":"FF"}},"ContinuationToken":"`+encoded+`"}`)
-	if len(got) != 1 || got[0].Continuation != `"42"` || !got[0].AllVersionsAndDeletes || got[0].Format != "java-v1" {
+	if len(got) != 1 || got[0].Continuation != `"42"` || !got[0].AllVersionsAndDeletes || !got[0].EPK {
 		t.Fatalf("got %+v", got)
 	}
 }
 
 // FuzzLeaseDocument feeds the estimator arbitrary lease documents, seeded
 // with every real writer's format. Whatever the input, the estimate either
-// fails or holds leases that carry a token, a quoted numeric etag, a known
-// format and, for EPK leases, an ordered range.
+// fails or holds leases that carry a token, a quoted numeric etag and, for EPK leases, an ordered range.
 func FuzzLeaseDocument(f *testing.F) {
 	for _, seed := range []string{
 		`"version":0,"LeaseToken":"0","FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"h","ContinuationToken":"\"24\"","properties":{},"Mode":"Incremental Feed"`,
@@ -264,7 +251,6 @@ func FuzzLeaseDocument(f *testing.F) {
 	} {
 		f.Add("0", seed)
 	}
-	formats := map[string]bool{"dotnet-v0": true, "dotnet-v1": true, "java-v0": true, "java-v1": true, "dotnet-v2-library": true}
 	f.Fuzz(func(t *testing.T, token, fields string) {
 		a := &scriptedAccount{leases: []string{leaseDoc(token, fields)}}
 		e, err := a.estimate(t)
@@ -278,12 +264,6 @@ func FuzzLeaseDocument(f *testing.F) {
 			digits := strings.Trim(l.Continuation, `"`)
 			if len(l.Continuation) != len(digits)+2 || digits == "" || strings.Trim(digits, "0123456789") != "" {
 				t.Fatalf("continuation %q is not a quoted LSN", l.Continuation)
-			}
-			if !formats[l.Format] {
-				t.Fatalf("format %q", l.Format)
-			}
-			if l.UnknownMode != "" && l.AllVersionsAndDeletes {
-				t.Fatalf("unknown mode %q read as all versions and deletes", l.UnknownMode)
 			}
 			if l.EPK && (l.Max == "" || l.Min >= l.Max) {
 				t.Fatalf("EPK lease with range [%q, %q)", l.Min, l.Max)

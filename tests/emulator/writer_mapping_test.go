@@ -7,24 +7,24 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
-// scalerFormatOf is the mapping between the lease formats the embedded
-// server writes (read in the processors' sources) and the format names the
-// scaler's decoder gives them. The two sides have their own vocabularies;
-// this table, checked against both, is where they meet.
-var scalerFormatOf = map[leaseFormat]string{
-	dotNetV0:        "dotnet-v0",
-	dotNetV1:        "dotnet-v1",
-	javaV0:          "java-v0",
-	javaV1:          "java-v1",
-	dotNetV2Library: "dotnet-v2-library",
+// isEPKFormat is the mapping between the lease formats the embedded server
+// writes (read in the processors' sources) and what the scaler's decoder
+// makes of them: a lease of a partition key range, or of an EPK range. The
+// two sides have their own vocabularies; this table is where they meet.
+var isEPKFormat = map[leaseFormat]bool{
+	dotNetV0:        false,
+	dotNetV1:        true,
+	javaV0:          false,
+	javaV1:          true,
+	dotNetV2Library: false,
 }
 
 // Every lease the server's writer writes, in every format and mode its
 // processor has, decodes to what the writer meant: the same id and token,
 // the EPK range of EPK leases, the checkpoint, the owner and the mode.
 func TestWriterAndDecoderAgreeOnEachFormat(t *testing.T) {
-	if len(scalerFormatOf) != len(leaseFormats) {
-		t.Fatalf("the mapping names %d formats, the writer writes %d", len(scalerFormatOf), len(leaseFormats))
+	if len(isEPKFormat) != len(leaseFormats) {
+		t.Fatalf("the mapping names %d formats, the writer writes %d", len(isEPKFormat), len(leaseFormats))
 	}
 	for _, format := range leaseFormats {
 		modes := []changeFeedMode{latestVersion}
@@ -60,7 +60,6 @@ func TestWriterAndDecoderAgreeOnEachFormat(t *testing.T) {
 					want := azure.CosmosDBLease{
 						ID:                    env.processor.LeaseID(token),
 						Token:                 token,
-						Format:                scalerFormatOf[format],
 						Continuation:          `"` + strconv.FormatInt(env.monitored.LSN(ranges[i].ID), 10) + `"`, // CreateLeases(true)
 						AllVersionsAndDeletes: mode == allVersionsAndDeletes,
 					}
@@ -69,7 +68,10 @@ func TestWriterAndDecoderAgreeOnEachFormat(t *testing.T) {
 					} else {
 						want.Owner = "host-b"
 					}
-					if format.EPK() {
+					if isEPKFormat[format] != format.EPK() {
+						t.Fatalf("the writer says EPK %v for %s, the mapping %v", format.EPK(), format, isEPKFormat[format])
+					}
+					if isEPKFormat[format] {
 						want.EPK, want.Min, want.Max = true, ranges[i].MinInclusive, ranges[i].MaxExclusive
 					}
 					if got[token] != want {

@@ -18,9 +18,6 @@ import (
 // or an EPK range spanning several ranges); the processor replaces it.
 var errCosmosDBStaleParent = errors.New("lease belongs to a partition key range that split or merged")
 
-// Header values every change feed read shares, as cosmosDBAPIVersion.
-var cosmosDBIncrementalFeed, cosmosDBOneItem = []string{"Incremental feed"}, []string{"1"}
-
 // cosmosDBPartitionKeyRange is a physical partition: effective partition keys
 // [MinInclusive, MaxExclusive), upper-case hex compared ordinally.
 type cosmosDBPartitionKeyRange struct {
@@ -35,7 +32,6 @@ type cosmosDBPartitionKeyRange struct {
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
-	docs                cosmosDBResource // the container's documents, which every read addresses
 
 	mu      sync.Mutex
 	ranges  []cosmosDBPartitionKeyRange
@@ -43,57 +39,65 @@ type cosmosDBPositionReader struct {
 }
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
-// an empty page) is 0, else session LSN - first LSN + 1. pendingSince is
-// when that first change was made.
-func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (lag int64, pendingSince time.Time, err error) {
-	rangeID, minEPK, maxEPK, err := r.target(ctx, l)
+// an empty page) is 0, else session LSN - first LSN + 1.
+func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (CosmosDBLeaseLag, CosmosDBCost, error) {
+	result := CosmosDBLeaseLag{CosmosDBLease: l}
+	rangeID, minEPK, maxEPK, cost, err := r.target(ctx, l)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
+		return result, cost, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
-	lag, pendingSince, err = r.read(ctx, l, rangeID, minEPK, maxEPK)
+	resp, readCost, err := r.client.send(ctx, changeFeedRequest(r.database, r.container, l, rangeID, minEPK, maxEPK))
+	cost.add(readCost)
 	if isCosmosDBRangeGone(err) {
 		r.mu.Lock()
 		r.ranges = nil // known stale: the split retry reloads them
 		r.mu.Unlock()
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
 	}
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("lease %s (partition key range %s): %w", cosmosDBExcerpt(l.Token), rangeID, err)
+	if err == nil && resp.status == http.StatusOK {
+		result.Lag, result.PendingSince, err = cosmosDBLag(resp, l.AllVersionsAndDeletes, rangeID)
 	}
-	return lag, pendingSince, nil
+	if err != nil {
+		return result, cost, fmt.Errorf("lease %s (partition key range %s): %w", cosmosDBExcerpt(l.Token), rangeID, err)
+	}
+	return result, cost, nil
 }
 
 // target is the range a lease is read through, and EPK bounds for a part of it.
-func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, err error) {
+func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, cost CosmosDBCost, err error) {
 	if !l.EPK {
-		return l.Token, "", "", nil
+		return l.Token, "", "", cost, nil
 	}
-	covering, version, err := r.covering(ctx, l, math.MaxUint64)
+	covering, version, cost, err := r.covering(ctx, l, math.MaxUint64)
 	if err == nil && len(covering) != 1 {
-		covering, _, err = r.covering(ctx, l, version) // the cached list may predate a merge
+		var reload CosmosDBCost
+		covering, _, reload, err = r.covering(ctx, l, version) // the cached list may predate a merge
+		cost.add(reload)
 	}
 	switch {
 	case err != nil:
-		return "", "", "", err
+		return "", "", "", cost, err
 	case len(covering) == 0:
-		return "", "", "", fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
+		return "", "", "", cost, fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
 	case len(covering) > 1:
-		return "", "", "", fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
+		return "", "", "", cost, fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
 	}
 	if pk := covering[0]; pk.MinInclusive != l.Min || pk.MaxExclusive != l.Max {
-		return pk.ID, l.Min, l.Max, nil
+		return pk.ID, l.Min, l.Max, cost, nil
 	}
-	return covering[0].ID, "", "", nil
+	return covering[0].ID, "", "", cost, nil
 }
 
 // covering returns the ranges intersecting the lease's and their version,
 // loading them when none are cached or they are still the version stale.
-func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, stale uint64) ([]cosmosDBPartitionKeyRange, uint64, error) {
+func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, stale uint64) ([]cosmosDBPartitionKeyRange, uint64, CosmosDBCost, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var cost CosmosDBCost
 	if r.ranges == nil || r.version == stale {
-		if err := r.load(ctx); err != nil {
-			return nil, 0, err
+		var err error
+		if cost, err = r.load(ctx); err != nil {
+			return nil, 0, cost, err
 		}
 	}
 	var out []cosmosDBPartitionKeyRange
@@ -102,29 +106,31 @@ func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, 
 			out = append(out, pk)
 		}
 	}
-	return out, r.version, nil
+	return out, r.version, cost, nil
 }
 
 // load reads every page of ranges, less those a split or merge replaced.
-func (r *cosmosDBPositionReader) load(ctx context.Context) error {
-	operation := fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container))
+func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error) {
+	req := cosmosDBRequest{operation: fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container)),
+		method: http.MethodGet, path: []string{"dbs", r.database, "colls", r.container, "pkranges"}, ok: []int{http.StatusOK}}
 	var all []cosmosDBPartitionKeyRange
-	pkranges := r.client.resource("dbs", r.database, "colls", r.container, "pkranges")
+	var cost CosmosDBCost
 	for continuation := ""; ; {
-		header := http.Header{}
+		req.header = http.Header{}
 		if continuation != "" {
-			header.Set("X-Ms-Continuation", continuation)
+			req.header.Set("X-Ms-Continuation", continuation)
 		}
-		_, reply, body, err := r.client.send(ctx, http.MethodGet, pkranges, header, nil, operation, http.StatusOK)
+		resp, pageCost, err := r.client.send(ctx, req)
+		cost.add(pageCost)
 		if err != nil {
-			return err
+			return cost, err
 		}
 		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
-		if err := json.Unmarshal(body, &page); err != nil {
-			return fmt.Errorf("%s: malformed response body: %w", operation, err)
+		if err := json.Unmarshal(resp.body, &page); err != nil {
+			return cost, fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
 		all = append(all, page.PartitionKeyRanges...)
-		if continuation = reply.Get("X-Ms-Continuation"); continuation == "" {
+		if continuation = resp.header.Get("X-Ms-Continuation"); continuation == "" {
 			break
 		}
 	}
@@ -136,16 +142,21 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) error {
 	}
 	live := slices.DeleteFunc(all, func(pk cosmosDBPartitionKeyRange) bool { return replaced[pk.ID] })
 	if len(live) == 0 {
-		return errors.New(operation + ": the service listed no ranges")
+		return cost, errors.New(req.operation + ": the service listed no ranges")
 	}
 	r.ranges = live
 	r.version++
-	return nil
+	return cost, nil
 }
 
-func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rangeID, minEPK, maxEPK string) (int64, time.Time, error) {
-	h := http.Header{"A-Im": cosmosDBIncrementalFeed, "If-None-Match": {l.Continuation},
-		"X-Ms-Max-Item-Count": cosmosDBOneItem, "X-Ms-Documentdb-Partitionkeyrangeid": {rangeID}}
+// changeFeedRequest reads one change of a range from the lease's
+// continuation, in the mode its processor reads, within EPK bounds if given.
+func changeFeedRequest(database, container string, l CosmosDBLease, rangeID, minEPK, maxEPK string) cosmosDBRequest {
+	h := http.Header{}
+	h.Set("A-Im", "Incremental feed")
+	h.Set("If-None-Match", l.Continuation)
+	h.Set("X-Ms-Max-Item-Count", "1")
+	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", rangeID)
 	if l.AllVersionsAndDeletes {
 		// As the SDKs send it; the wire format gives each change its metadata.
 		h.Set("A-Im", "Full-Fidelity Feed")
@@ -156,15 +167,18 @@ func (r *cosmosDBPositionReader) read(ctx context.Context, l CosmosDBLease, rang
 		h.Set("X-Ms-Start-Epk", minEPK)
 		h.Set("X-Ms-End-Epk", maxEPK)
 	}
-	status, reply, body, err := r.client.send(ctx, http.MethodGet, r.docs, h, nil, "read change feed", http.StatusOK, http.StatusNotModified)
-	if err != nil || status == http.StatusNotModified {
-		return 0, time.Time{}, err
-	}
-	first, since, ok, err := firstCosmosDBChange(body, l.AllVersionsAndDeletes)
+	return cosmosDBRequest{operation: "read change feed", method: http.MethodGet, path: []string{"dbs", database, "colls", container, "docs"},
+		header: h, ok: []int{http.StatusOK, http.StatusNotModified}}
+}
+
+// cosmosDBLag is a change feed page's lag: session LSN - first LSN + 1, and
+// when that first change was made; an empty page is no lag.
+func cosmosDBLag(resp cosmosDBResponse, allVersionsAndDeletes bool, rangeID string) (int64, time.Time, error) {
+	first, since, ok, err := firstCosmosDBChange(resp.body, allVersionsAndDeletes)
 	if err != nil || !ok {
 		return 0, time.Time{}, err
 	}
-	session, err := cosmosDBSessionLSN(reply.Get("X-Ms-Session-Token"), rangeID)
+	session, err := cosmosDBSessionLSN(resp.header.Get("X-Ms-Session-Token"), rangeID)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
 	}

@@ -10,12 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -23,47 +23,39 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 )
 
-// Header values every try shares (nothing writes into a value slice): the API
-// version azcosmos v1.5.0 speaks, and capability bit 0, PartitionMerge, which
-// accounts with merge enabled require every client to declare, as the SDKs do.
-var cosmosDBAPIVersion, cosmosDBCapabilities = []string{"2020-11-05"}, []string{"1"}
-
 const (
+	// cosmosDBAPIVersion is the REST API version azcosmos v1.5.0 speaks.
+	cosmosDBAPIVersion = "2020-11-05"
 	// cosmosDBMaxResponseBytes bounds a body; the service's pages are ≤ 4 MB.
 	cosmosDBMaxResponseBytes = 16 << 20
 	// cosmosDBSubStatusRangeGone with a 410: the range split or merged.
 	cosmosDBSubStatusRangeGone = 1002
+	// A request is tried once and retried up to three times, waiting the
+	// service's x-ms-retry-after-ms or a doubling delay; a service asking for
+	// more than cosmosDBMaxRetryDelay is not waited for.
+	cosmosDBMaxRetries    = 3
+	cosmosDBRetryDelay    = 100 * time.Millisecond
+	cosmosDBMaxRetryDelay = 2 * time.Second
 )
 
-// cosmosDBRetry: transport errors, 408, 429, 449 and 5xx, three times, after
-// x-ms-retry-after-ms; over MaxRetryDelay, the 429 is returned at once.
-var cosmosDBRetry = policy.RetryOptions{
-	MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
-	StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
-		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
-}
+// cosmosDBRetryStatus: throttled (429), timed out (408), retry-with (449) and 5xx.
+var cosmosDBRetryStatus = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 
-// CosmosDBClient sends requests to one account through one azcore pipeline.
+// CosmosDBClient sends requests to one account through one azcore pipeline,
+// whose transport is KEDA's HTTP client (its timeout bounds each try).
 type CosmosDBClient struct {
-	conn     *CosmosDBConnection
+	endpoint *url.URL
 	pipeline runtime.Pipeline
 }
 
-// NewCosmosDBClient: transport is KEDA's client; its timeout
-// (GlobalHTTPTimeout) bounds each try.
+// NewCosmosDBClient signs requests with conn's key, or sends its bearer token.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	tries, retry := cosmosDBTransport(transport.Do), cosmosDBRetry
-	if c, ok := transport.(*http.Client); ok && c.Transport != nil {
-		// Straight to its round tripper, with its timeout as azcore's per try:
-		// http.Client's costs a timer and a goroutine per request.
-		tries, retry.TryTimeout = c.Transport.RoundTrip, c.Timeout
-	}
-	var sign policy.Policy = &cosmosDBKeyPolicy{key: conn.key}
+	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key}
 	if !conn.UsesKey() {
-		scope := conn.scope
-		sign = runtime.NewBearerTokenPolicy(conn.token, []string{scope}, &policy.BearerTokenOptions{
+		auth = runtime.NewBearerTokenPolicy(conn.token, []string{conn.scope}, &policy.BearerTokenOptions{
 			AuthorizationHandler: policy.AuthorizationHandler{OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
-				if err := authorize(policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
+				if err := authorize(policy.TokenRequestOptions{Scopes: []string{conn.scope}}); err != nil {
 					return err
 				}
 				// azcore wrote "Bearer <token>"; Cosmos DB wants its own form.
@@ -74,147 +66,146 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
-	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{&cosmosDBTryPolicy{}, sign},
-	}, &policy.ClientOptions{Transport: tries, Retry: retry})
-	return &CosmosDBClient{conn: conn, pipeline: pipeline}
+	// send retries: the pipeline's own retry policy is off, so that every
+	// try's status and request charge come back to send as return values.
+	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
+		&policy.ClientOptions{Transport: transport, Retry: policy.RetryOptions{MaxRetries: -1}})
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
 }
 
-// cosmosDBTransport sends a try and reads its body, capped, within the try
-// (a cut one is retried), for send to take without a copy.
-type cosmosDBTransport func(*http.Request) (*http.Response, error)
-
-func (send cosmosDBTransport) Do(req *http.Request) (*http.Response, error) {
-	resp, err := send(req)
-	if err != nil {
-		return nil, err
-	}
-	// Cosmos DB announces the length: one allocation of it holds the body,
-	// and a one-byte read confirms the end (a longer body is read whole, capped).
-	data := make([]byte, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes))
-	if _, err = io.ReadFull(resp.Body, data); err == nil {
-		var probe [1]byte
-		if n, perr := resp.Body.Read(probe[:]); n > 0 || perr != io.EOF {
-			rest, rerr := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(probe[:n]), resp.Body), cosmosDBMaxResponseBytes+1-int64(len(data))))
-			data, err = append(data, rest...), rerr
-		}
-	}
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	req.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest).body = data // cosmosDBTryPolicy checked it
-	return resp, err
-}
-
-// cosmosDBResource is a URL and the resource type and link a signature
-// covers: dbs/d/colls/c is ("colls", it), dbs/d/colls/c/docs ("docs", its parent).
-type cosmosDBResource struct{ url, typ, link string }
-
-func (c *CosmosDBClient) resource(segments ...string) cosmosDBResource {
-	r := cosmosDBResource{url: c.conn.Endpoint.JoinPath(segments...).String()}
-	if n := len(segments); n%2 == 0 {
-		r.typ, r.link = segments[n-2], strings.Join(segments, "/")
-	} else {
-		r.typ, r.link = segments[n-1], strings.Join(segments[:n-1], "/")
-	}
-	return r
-}
-
-// cosmosDBRequest is what the policies learn of a request, and its tries.
+// cosmosDBRequest is one REST call; operation names it in errors.
 type cosmosDBRequest struct {
-	cosmosDBResource
-	tries int
-	body  []byte // the last try's
+	operation string
+	method    string
+	path      []string    // dbs/{db}/colls/{container}/...
+	header    http.Header // the call's own headers; never modified
+	query     []byte      // a POSTed query, if any
+	ok        []int       // the statuses that are a success
 }
 
-type cosmosDBRequestKey struct{}
+// cosmosDBResponse is a successful answer.
+type cosmosDBResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
 
-// send sends one request; an answer outside ok is a *cosmosDBResponseError.
-func (c *CosmosDBClient) send(ctx context.Context, method string, r cosmosDBResource, header http.Header, query []byte, operation string, ok ...int) (int, http.Header, []byte, error) {
-	start, sent := time.Now(), &cosmosDBRequest{cosmosDBResource: r}
-	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBRequestKey{}, sent), method, r.url)
-	if err == nil && header != nil {
-		req.Raw().Header = header // the caller's, made for this request
+// CosmosDBCost is what requests cost: every try sent, and the request units
+// the service charged for them.
+type CosmosDBCost struct {
+	Requests      int64
+	RequestCharge float64
+}
+
+func (c *CosmosDBCost) add(o CosmosDBCost) {
+	c.Requests += o.Requests
+	c.RequestCharge += o.RequestCharge
+}
+
+// send sends r, retrying transient failures, and returns the answer and
+// what all tries cost, also on failure. An answer outside r.ok is a
+// *cosmosDBResponseError.
+func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, CosmosDBCost, error) {
+	var cost CosmosDBCost
+	start := time.Now()
+	for {
+		resp, body, err := c.try(ctx, r)
+		cost.Requests++
+		if resp != nil {
+			charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+			cost.RequestCharge += max(charge, 0)
+		}
+		if err == nil && len(body) > cosmosDBMaxResponseBytes {
+			return cosmosDBResponse{}, cost, fmt.Errorf("%s: response larger than %d bytes", r.operation, cosmosDBMaxResponseBytes)
+		}
+		delay, retry := cosmosDBRetryAfter(ctx, resp, err, cost.Requests)
+		if retry && cost.Requests <= cosmosDBMaxRetries {
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(delay):
+				continue
+			}
+		}
+		switch {
+		case err != nil:
+			return cosmosDBResponse{}, cost, fmt.Errorf("%s at %s (tries: %d in %s): %w", r.operation, c.endpoint.Host, cost.Requests, time.Since(start).Round(time.Millisecond), err)
+		case !slices.Contains(r.ok, resp.StatusCode):
+			return cosmosDBResponse{}, cost, newCosmosDBResponseError(r.operation, resp, body)
+		}
+		return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, cost, nil
 	}
-	if err == nil && query != nil {
-		err = req.SetBody(streaming.NopCloser(bytes.NewReader(query)), "application/query+json")
-	}
+}
+
+// try sends r once and reads the body, at most one byte past the cap.
+func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*http.Response, []byte, error) {
+	req, err := runtime.NewRequest(ctx, r.method, c.endpoint.JoinPath(r.path...).String())
 	if err != nil {
-		return 0, nil, nil, err
-	}
-	runtime.SkipBodyDownload(req) // cosmosDBTransport has read it
-	resp, err := c.pipeline.Do(req)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s at %s (tries: %d in %s): %w", operation, c.conn.Endpoint.Host, sent.tries, time.Since(start).Round(time.Millisecond), err)
-	}
-	defer resp.Body.Close()
-	if !slices.Contains(ok, resp.StatusCode) {
-		return 0, nil, nil, newCosmosDBResponseError(operation, resp)
-	}
-	if len(sent.body) > cosmosDBMaxResponseBytes {
-		return 0, nil, nil, fmt.Errorf("%s: response larger than %d bytes", operation, cosmosDBMaxResponseBytes)
-	}
-	return resp.StatusCode, resp.Header, sent.body, nil
-}
-
-// cosmosDBTryPolicy stamps every try before signing, which covers the date,
-// and counts it and its x-ms-request-charge for the request and the poll.
-// The date has one-second resolution: a second's tries share its value.
-type cosmosDBTryPolicy struct {
-	mu   sync.Mutex
-	unix int64
-	date []string
-}
-
-func (p *cosmosDBTryPolicy) Do(req *policy.Request) (*http.Response, error) {
-	sent, ok := req.Raw().Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest)
-	if !ok {
-		return nil, errors.New("request has no Cosmos DB resource")
+		return nil, nil, err
 	}
 	h := req.Raw().Header
-	h["X-Ms-Version"], h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = cosmosDBAPIVersion, cosmosDBCapabilities
-	now := time.Now().UTC()
-	p.mu.Lock()
-	if now.Unix() != p.unix {
-		p.unix, p.date = now.Unix(), []string{now.Format(http.TimeFormat)}
+	for name, values := range r.header {
+		h[name] = slices.Clone(values)
 	}
-	h["X-Ms-Date"] = p.date
-	p.mu.Unlock()
-	sent.tries++
-	resp, err := req.Next()
-	if u, ok := req.Raw().Context().Value(cosmosDBUsageKey{}).(*cosmosDBUsage); ok {
-		var charge float64
-		if resp != nil {
-			charge, _ = strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+	h.Set("X-Ms-Version", cosmosDBAPIVersion)
+	h.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
+	// PartitionMerge (capability bit 0): accounts with merge enabled refuse
+	// clients that do not declare it, as the SDKs do.
+	h.Set("X-Ms-Cosmos-Sdk-Supportedcapabilities", "1")
+	if r.query != nil {
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(r.query)), "application/query+json"); err != nil {
+			return nil, nil, err
 		}
-		u.mu.Lock()
-		u.requests++
-		u.charge += max(charge, 0)
-		u.mu.Unlock()
 	}
-	return resp, err
+	runtime.SkipBodyDownload(req) // read below, bounded
+	resp, err := c.pipeline.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	return resp, body, err
 }
 
-// cosmosDBKeyPolicy signs with the account key: HMAC-SHA256 over verb,
-// resource type, link and date, as the REST API documents. A poll's reads
-// share all four within a second: the last signature serves them.
-type cosmosDBKeyPolicy struct {
-	key       []byte
-	mu        sync.Mutex
-	signed    [4]string // verb, resource type, link, date
-	signature []string  // the Authorization header's value; no one writes to it
+// cosmosDBRetryAfter says whether a try is retried, and after how long: a
+// transport or body read failure, or a status of cosmosDBRetryStatus, unless
+// the poll is over or the service asks for a longer wait than we allow.
+func cosmosDBRetryAfter(ctx context.Context, resp *http.Response, err error, tries int64) (time.Duration, bool) {
+	if ctx.Err() != nil || (err == nil && !slices.Contains(cosmosDBRetryStatus, resp.StatusCode)) {
+		return 0, false
+	}
+	if resp != nil {
+		if ms, perr := strconv.ParseInt(resp.Header.Get("X-Ms-Retry-After-Ms"), 10, 64); perr == nil && ms >= 0 {
+			wait := time.Duration(ms) * time.Millisecond
+			return wait, wait <= cosmosDBMaxRetryDelay
+		}
+	}
+	// 100, 200, 400 ms, each ±20 %, so that reads throttled together spread out.
+	delay := min(cosmosDBRetryDelay<<(tries-1), cosmosDBMaxRetryDelay)
+	return time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64())), true
 }
 
-func (p *cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
+// cosmosDBKeyPolicy signs each try with the account key: HMAC-SHA256 over
+// verb, resource type, resource link and x-ms-date, as the REST API documents.
+type cosmosDBKeyPolicy struct{ key []byte }
+
+func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	r := raw.Context().Value(cosmosDBRequestKey{}).(*cosmosDBRequest) // cosmosDBTryPolicy checked it
-	signed := [4]string{raw.Method, r.typ, r.link, raw.Header.Get("X-Ms-Date")}
-	p.mu.Lock()
-	if signed != p.signed {
-		p.signed, p.signature = signed, []string{signCosmosDBRequest(p.key, signed[0], signed[1], signed[2], signed[3])}
-	}
-	raw.Header["Authorization"] = p.signature
-	p.mu.Unlock()
+	resourceType, resourceLink := cosmosDBResourceOf(raw.URL.Path)
+	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, resourceType, resourceLink, raw.Header.Get("X-Ms-Date")))
 	return req.Next()
+}
+
+// cosmosDBResourceOf is the resource type and link a signature covers:
+// /dbs/d/colls/c is ("colls", "dbs/d/colls/c"), /dbs/d/colls/c/docs is
+// ("docs", "dbs/d/colls/c"). Ids hold no '/' (the scaler refuses them).
+func cosmosDBResourceOf(path string) (resourceType, resourceLink string) {
+	link := strings.Trim(path, "/")
+	segments := strings.Split(link, "/")
+	if n := len(segments); n%2 == 1 {
+		return segments[n-1], strings.Join(segments[:n-1], "/")
+	}
+	return segments[len(segments)-2], link
 }
 
 func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date string) string {
@@ -223,15 +214,6 @@ func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date stri
 	mac.Write([]byte(payload))
 	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 }
-
-// cosmosDBUsage counts the requests (every try) and request units of a poll.
-type cosmosDBUsage struct {
-	mu       sync.Mutex
-	requests int64
-	charge   float64
-}
-
-type cosmosDBUsageKey struct{}
 
 // cosmosDBResponseError is a non-success answer, never quoting a request header.
 type cosmosDBResponseError struct {
@@ -269,12 +251,11 @@ func isCosmosDBRangeGone(err error) bool {
 	return ok && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
 }
 
-func newCosmosDBResponseError(operation string, resp *http.Response) *cosmosDBResponseError {
+func newCosmosDBResponseError(operation string, resp *http.Response, body []byte) *cosmosDBResponseError {
 	e := &cosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("X-Ms-Activity-Id"))}
 	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	var payload struct{ Code, Message string }
-	if json.Unmarshal(body, &payload) == nil {
+	if json.Unmarshal(body[:min(len(body), 4096)], &payload) == nil {
 		e.Code = cosmosDBExcerpt(payload.Code)
 		first, _, _ := strings.Cut(payload.Message, "\n") // diagnostics follow
 		e.Message = cosmosDBExcerpt(strings.TrimRight(first, "\r"))

@@ -15,9 +15,12 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// CosmosDBReadConcurrency bounds a poll's lease reads in flight. Each is
-// about 1 RU on its own partition: the bound limits sockets and memory.
-const CosmosDBReadConcurrency = 256
+// cosmosDBReadConcurrency bounds a poll's lease reads in flight. KEDA polls
+// every ScaledObject of the cluster from one operator, so one poll must not
+// take all its sockets. 32 by BENCHMARKS.md's "Read concurrency" run: with
+// 2 ms per request a 1,000-lease poll takes 5 % longer than with 256 in
+// flight, and 4× shorter than with 8.
+const cosmosDBReadConcurrency = 32
 
 // CosmosDBContainers names the monitored and lease containers and the processor.
 type CosmosDBContainers struct {
@@ -28,19 +31,16 @@ type CosmosDBContainers struct {
 type CosmosDBLeaseLag struct {
 	CosmosDBLease
 	Lag          int64
-	PendingSince time.Time // when the first pending change was made, if known
+	PendingSince time.Time // when the first pending change was made, if the service said
 	StaleParent  bool      // its range split or merged: no lag could be read
 }
 
 // CosmosDBLagEstimate is the outcome of one poll.
 type CosmosDBLagEstimate struct {
-	Leases        []CosmosDBLeaseLag // sorted by lease token
-	StaleParents  int
-	SplitRetried  bool  // a split was seen and the estimate redone after a lease refresh
-	Documents     int   // documents the lease query returned, leases or not
-	Requests      int64 // tries; these three are set on failure too
-	RequestCharge float64
-	Duration      time.Duration
+	Leases       []CosmosDBLeaseLag // sorted by lease token
+	StaleParents int
+	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
+	CosmosDBCost      // of the whole poll; set on failure too
 }
 
 // CosmosDBLagSummary is the trigger's arithmetic over one estimate.
@@ -90,138 +90,106 @@ type CosmosDBLagEstimator struct {
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
 func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
 	return &CosmosDBLagEstimator{data: data, leases: leases, names: names,
-		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container,
-			docs: data.resource("dbs", names.Database, "colls", names.Container, "docs")}}
+		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container}}
 }
 
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
 // ranges) leads to one lease refresh and retry, then counts stale parents;
 // any other failure fails the estimate, never a partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	start, usage := time.Now(), &cosmosDBUsage{}
-	ctx = context.WithValue(ctx, cosmosDBUsageKey{}, usage)
-	res, err := e.estimate(ctx)
-	res.Requests, res.RequestCharge, res.Duration = usage.requests, usage.charge, time.Since(start)
-	return res, err
-}
-
-func (e *CosmosDBLagEstimator) estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	scope, fresh, err := e.resolveScope(ctx)
+	var cost CosmosDBCost
+	scope, fresh, err := e.resolveScope(ctx, &cost)
 	if err != nil {
-		return CosmosDBLagEstimate{}, err
+		return CosmosDBLagEstimate{CosmosDBCost: cost}, err
 	}
-	res, strangers, err := e.attempt(ctx, scope, false)
+	res, strangers, err := e.attempt(ctx, scope, false, &cost)
 	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
 		// The leases name another container: it was recreated? Re-read RIDs.
 		e.mu.Lock()
 		e.scope = nil
 		e.mu.Unlock()
-		if scope, _, err = e.resolveScope(ctx); err != nil {
-			return CosmosDBLagEstimate{}, err
+		if scope, _, err = e.resolveScope(ctx, &cost); err == nil {
+			res, _, err = e.attempt(ctx, scope, false, &cost)
 		}
-		res, _, err = e.attempt(ctx, scope, false)
 	}
 	if errors.Is(err, errCosmosDBStaleParent) {
-		res, _, err = e.attempt(ctx, scope, true)
+		res, _, err = e.attempt(ctx, scope, true, &cost)
 		res.SplitRetried = true
 	}
 	if err != nil {
-		res = CosmosDBLagEstimate{}
+		return CosmosDBLagEstimate{CosmosDBCost: cost}, err
 	}
-	return res, err
+	res.CosmosDBCost = cost
+	return res, nil
 }
 
-// attempt reads the leases and their positions; a stale parent is an error
-// before the final attempt.
-func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
+// attempt reads the leases, then their positions, cosmosDBReadConcurrency
+// at a time; a stale parent is an error before the final attempt.
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool, cost *CosmosDBCost) (CosmosDBLagEstimate, int, error) {
+	leases, strangers, queryCost, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
+	cost.add(queryCost)
+	if err != nil {
+		return CosmosDBLagEstimate{}, 0, err
+	}
+	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
+	var mu sync.Mutex // guards cost and res.StaleParents
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(1 + CosmosDBReadConcurrency)
-	var (
-		mu        sync.Mutex
-		res       CosmosDBLagEstimate
-		strangers int
-		leases    = make(chan CosmosDBLease)
-	)
-	reader := func() error {
-		for l := range leases {
-			if err := e.read(gctx, l, final, &mu, &res); err != nil {
+	g.SetLimit(cosmosDBReadConcurrency)
+	for i, l := range leases {
+		g.Go(func() error {
+			lag, readCost, err := e.positions.lag(gctx, l)
+			stale := errors.Is(err, errCosmosDBStaleParent)
+			mu.Lock()
+			defer mu.Unlock()
+			cost.add(readCost)
+			if err != nil && (!stale || !final) {
 				return err
 			}
-		}
-		return nil
-	}
-	// The query is a task too: whichever fails first stops the rest. Readers
-	// read many leases each: a goroutine per lease regrows its stack every time.
-	g.Go(func() error {
-		defer close(leases)
-		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope, func(page cosmosDBLeasePage) error {
-			mu.Lock()
-			res.Documents += page.documents
-			strangers += page.strangers
-			mu.Unlock()
-			for _, l := range page.leases {
-				g.TryGo(reader) // one more reader, up to the limit
-				select {
-				case leases <- l:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
+			res.Leases[i] = lag
+			if stale {
+				res.Leases[i] = CosmosDBLeaseLag{CosmosDBLease: l, StaleParent: true}
+				res.StaleParents++
 			}
-			return gctx.Err()
+			return nil
 		})
-	})
+	}
 	if err := g.Wait(); err != nil {
-		return res, strangers, err
+		return CosmosDBLagEstimate{}, strangers, err
 	}
 	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })
 	return res, strangers, nil
 }
 
-// read estimates one lease into res.
-func (e *CosmosDBLagEstimator) read(ctx context.Context, l CosmosDBLease, final bool, mu *sync.Mutex, res *CosmosDBLagEstimate) error {
-	lag, since, err := e.positions.lag(ctx, l)
-	stale := errors.Is(err, errCosmosDBStaleParent)
-	if err != nil && (!stale || !final) {
-		return err
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	res.Leases = append(res.Leases, CosmosDBLeaseLag{CosmosDBLease: l, Lag: lag, PendingSince: since, StaleParent: stale})
-	if stale {
-		res.StaleParents++
-	}
-	return nil
-}
-
 // resolveScope reads, once, the RIDs the leases name the container by.
-func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseScope, bool, error) {
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, cost *CosmosDBCost) (cosmosDBLeaseScope, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.scope != nil {
 		return *e.scope, false, nil
 	}
 	n := e.names
-	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.conn.Endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
+	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
-	if s.databaseRID, err = e.readRID(ctx, "read database "+cosmosDBExcerpt(n.Database), "dbs", n.Database); err != nil {
+	if s.databaseRID, err = e.readRID(ctx, cost, "read database "+cosmosDBExcerpt(n.Database), "dbs", n.Database); err != nil {
 		return s, false, err
 	}
-	if s.containerRID, err = e.readRID(ctx, "read container "+cosmosDBExcerpt(n.Database)+"/"+cosmosDBExcerpt(n.Container), "dbs", n.Database, "colls", n.Container); err != nil {
+	if s.containerRID, err = e.readRID(ctx, cost, "read container "+cosmosDBExcerpt(n.Database)+"/"+cosmosDBExcerpt(n.Container), "dbs", n.Database, "colls", n.Container); err != nil {
 		return s, false, err
 	}
 	e.scope = &s
 	return s, true, nil
 }
 
-func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, segments ...string) (string, error) {
-	_, _, body, err := e.data.send(ctx, http.MethodGet, e.data.resource(segments...), nil, nil, operation, http.StatusOK)
+func (e *CosmosDBLagEstimator) readRID(ctx context.Context, cost *CosmosDBCost, operation string, path ...string) (string, error) {
+	resp, readCost, err := e.data.send(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet, path: path, ok: []int{http.StatusOK}})
+	cost.add(readCost)
 	if err != nil {
 		return "", err
 	}
 	var props struct {
 		RID string `json:"_rid"`
 	}
-	if err := json.Unmarshal(body, &props); err != nil || props.RID == "" {
+	if err := json.Unmarshal(resp.body, &props); err != nil || props.RID == "" {
 		return "", fmt.Errorf("%s: response has no _rid", operation)
 	}
 	return props.RID, nil

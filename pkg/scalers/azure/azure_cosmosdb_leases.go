@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,27 +14,16 @@ import (
 
 // CosmosDBLease is what the estimator needs from one lease document.
 type CosmosDBLease struct {
-	ID     string
-	Token  string // a partition key range id (v0) or "min-max" (v1)
-	Format string // the writer: see the cosmosDBLease* formats
-	Owner  string
+	ID    string
+	Token string // a partition key range id (v0) or "min-max" (v1)
+	Owner string // the processor instance holding the lease
 	// EPK (v1) leases cover [Min, Max), read through the range containing it.
 	EPK      bool
 	Min, Max string
 	// Continuation is the checkpointed change feed etag, a quoted LSN.
 	Continuation          string
-	AllVersionsAndDeletes bool   // else the processor reads latest versions
-	UnknownMode           string // a recorded mode no writer writes
+	AllVersionsAndDeletes bool // else the processor reads latest versions
 }
-
-// The formats processors write; "version", not a feed range, tells v0 from v1.
-const (
-	cosmosDBLeaseDotNetV0 = "dotnet-v0"         // .NET v3 SDK, Functions: PK-range lease
-	cosmosDBLeaseDotNetV1 = "dotnet-v1"         // .NET v3 SDK, Functions: EPK-range lease
-	cosmosDBLeaseJavaV0   = "java-v0"           // Java v4 SDK: PK-range lease, names in the id
-	cosmosDBLeaseJavaV1   = "java-v1"           // Java v4 SDK: EPK-range lease, Base64 state
-	cosmosDBLeaseDotNetV2 = "dotnet-v2-library" // .NET change feed processor library v2: PartitionId
-)
 
 // cosmosDBLeaseScope names one processor's leases on one container: ids
 // {processor}{accountHost}_{databaseRid}_{containerRid}..{token} (names for
@@ -78,60 +68,51 @@ func isCosmosDBRegional(label, account string) bool {
 	return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
 }
 
-// cosmosDBLeasePage is one page of the lease query, filtered to a scope.
-type cosmosDBLeasePage struct {
-	leases    []CosmosDBLease
-	documents int // every document the page held
-	strangers int // this processor's leases naming another container
-}
-
 // cosmosDBLeasePageSize: large pages, as the lease query is a poll's serial part.
 const cosmosDBLeasePageSize = 1000
 
-// readCosmosDBLeases queries the documents whose id starts with the
-// processor name, every page, handing each to onPage as it arrives.
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope, onPage func(cosmosDBLeasePage) error) error {
+// readCosmosDBLeases queries, every page, the documents whose id starts with
+// the processor name, and returns the scope's leases and the number of
+// documents naming another container of this processor (strangers).
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, strangers int, cost CosmosDBCost, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
 	})
 	if err != nil {
-		return err
+		return nil, 0, cost, err
 	}
-	docs := c.resource("dbs", database, "colls", container, "docs")
-	operation := "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container)
+	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
+		method: http.MethodPost, path: []string{"dbs", database, "colls", container, "docs"}, query: query, ok: []int{http.StatusOK}}
 	for continuation := ""; ; {
-		h := http.Header{}
-		h.Set("X-Ms-Documentdb-Isquery", "True")
-		h.Set("X-Ms-Documentdb-Query-Enablecrosspartition", "True")
-		h.Set("X-Ms-Max-Item-Count", strconv.Itoa(cosmosDBLeasePageSize))
+		req.header = http.Header{}
+		req.header.Set("X-Ms-Documentdb-Isquery", "True")
+		req.header.Set("X-Ms-Documentdb-Query-Enablecrosspartition", "True")
+		req.header.Set("X-Ms-Max-Item-Count", strconv.Itoa(cosmosDBLeasePageSize))
 		if continuation != "" {
-			h.Set("X-Ms-Continuation", continuation)
+			req.header.Set("X-Ms-Continuation", continuation)
 		}
-		_, reply, body, err := c.send(ctx, http.MethodPost, docs, h, query, operation, http.StatusOK)
+		resp, pageCost, err := c.send(ctx, req)
+		cost.add(pageCost)
 		if err != nil {
-			return err
+			return nil, 0, cost, err
 		}
-		documents, err := decodeCosmosDBLeasePage(body)
+		documents, err := decodeCosmosDBLeasePage(resp.body)
 		if err != nil {
-			return fmt.Errorf("%s: malformed response body: %w", operation, err)
+			return nil, 0, cost, fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
-		p := cosmosDBLeasePage{documents: len(documents)}
 		for _, doc := range documents {
 			switch {
 			case scope.owns(doc.ID, false):
 				if l, ok := doc.lease(); ok {
-					p.leases = append(p.leases, l)
+					leases = append(leases, l)
 				}
 			case scope.owns(doc.ID, true):
-				p.strangers++
+				strangers++
 			}
 		}
-		if err := onPage(p); err != nil {
-			return err
-		}
-		if continuation = reply.Get("X-Ms-Continuation"); continuation == "" {
-			return nil
+		if continuation = resp.header.Get("X-Ms-Continuation"); continuation == "" {
+			return leases, strangers, cost, nil
 		}
 	}
 }
@@ -177,19 +158,14 @@ type cosmosDBEPKRange struct {
 // lease decodes the document. Without a lease token or a continuation
 // (never checkpointed), or in an unknown version, it is not a lease.
 func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, bool) {
-	l := CosmosDBLease{ID: doc.ID, Token: doc.LeaseToken, Format: cosmosDBLeaseDotNetV0}
+	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID)} // PartitionId: the .NET v2 library
 	if doc.Owner != nil {
 		l.Owner = *doc.Owner
-	}
-	if l.Token == "" {
-		l.Token, l.Format = doc.PartitionID, cosmosDBLeaseDotNetV2
-	} else if doc.Version == nil {
-		l.Format = cosmosDBLeaseJavaV0
 	}
 	if l.Token == "" || doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "" {
 		return CosmosDBLease{}, false
 	}
-	l.AllVersionsAndDeletes, l.UnknownMode = parseCosmosDBMode(doc.Mode)
+	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	switch {
 	case doc.Version != nil && *doc.Version == 1:
 		return doc.epkLease(l)
@@ -202,14 +178,14 @@ func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, bool) {
 }
 
 func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool) {
-	r, format := doc.FeedRange, cosmosDBLeaseDotNetV1
+	r := doc.FeedRange // .NET; Java writes feedRange
 	if doc.JavaFeedRange != nil {
-		r, format = doc.JavaFeedRange, cosmosDBLeaseJavaV1
+		r = doc.JavaFeedRange
 	}
 	if r == nil || r.Range.Min == nil || r.Range.Max == nil {
 		return CosmosDBLease{}, false
 	}
-	l.EPK, l.Format = true, format
+	l.EPK = true
 	l.Min, l.Max = strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
 	if l.Max == "" || l.Min >= l.Max {
 		return CosmosDBLease{}, false
@@ -234,8 +210,7 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool)
 	if entry.Token == nil {
 		return CosmosDBLease{}, false
 	}
-	l.Format = cosmosDBLeaseJavaV1
-	l.AllVersionsAndDeletes, l.UnknownMode = parseCosmosDBMode(state.Mode)
+	l.AllVersionsAndDeletes = parseCosmosDBMode(state.Mode)
 	l.Continuation, ok = normalizeCosmosDBEtag(*entry.Token)
 	return l, ok
 }
@@ -266,19 +241,14 @@ func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
 }
 
 // parseCosmosDBMode reads a mode case-insensitively: .NET v3 writes the A-IM
-// value ("Incremental Feed", "Full-Fidelity Feed"), Java v4 its enum name
-// (INCREMENTAL, FULL_FIDELITY). None, or an unknown one, is latest version.
-func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool, unknown string) {
+// value ("Full-Fidelity Feed"), Java v4 its enum name (FULL_FIDELITY). Any
+// other, or none, is latest version ("Incremental Feed", INCREMENTAL).
+func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool) {
 	if raw == nil {
-		return false, ""
+		return false
 	}
-	switch strings.ToLower(strings.TrimSpace(*raw)) {
-	case "", "incremental feed", "incremental":
-		return false, ""
-	case "full-fidelity feed", "full_fidelity":
-		return true, ""
-	}
-	return false, cosmosDBExcerpt(*raw)
+	mode := strings.ToLower(strings.TrimSpace(*raw))
+	return mode == "full-fidelity feed" || mode == "full_fidelity"
 }
 
 // normalizeCosmosDBEtag takes a checkpointed etag, a quoted or bare LSN, and
