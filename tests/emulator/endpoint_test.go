@@ -91,7 +91,6 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 		{"account key, Cosmos DB name as a label of a foreign host", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com.evil.example/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.com"}},
 		{"account key, plain http to a foreign host", env.metadata(), map[string]string{"endpoint": "http://evil.example.net/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
 		{"account key, plain http to a Cosmos DB name", env.metadata(), map[string]string{"endpoint": "http://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
-		{"account key, another cloud's domain", env.metadata("cloud", "AzureUSGovernmentCloud"), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.us"}},
 		{"lease key, foreign leaseEndpoint", env.metadata(), map[string]string{"connection": env.server.ConnectionString(), "leaseEndpoint": foreign, "leaseCosmosDBKey": canaryKey}, false, []string{"leaseEndpoint"}},
 		{"service principal, foreign endpoint", env.metadata(), servicePrincipal("endpoint", foreign), false, []string{"endpoint", "documents.azure.com"}},
 		{"service principal, foreign leaseEndpoint", env.metadata(), servicePrincipal("connection", env.server.ConnectionString(), "leaseEndpoint", foreign), false, []string{"leaseEndpoint"}},
@@ -99,6 +98,11 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 		{"Private cloud with the public resource and a service principal", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
 		{"Private cloud with the public resource without a slash", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
 		{"Private cloud with the public resource and workload identity", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.azure.com/"), map[string]string{"endpoint": foreign}, true, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the US Government resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.us")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the China resource, upper case and a port", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://COSMOS.AZURE.CN:443/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the Germany resource and workload identity", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.azure.de"), map[string]string{"endpoint": foreign}, true, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with an account's own URL as the resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://shop.documents.azure.com")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with a US Government account's URL as the resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://shop.documents.azure.us:443/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := foreignHosts(t)
@@ -222,6 +226,14 @@ func TestCredentialsAllowedEndpointsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": endpoint, "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key at a US Government name without cloud", func(t *testing.T) {
+		env := routedEnv(t, "shop.documents.azure.us", "shop.documents.azure.us")
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.us:443/", "cosmosDBKey": env.server.Key()}))
+	})
+	t.Run("account key at a public name with cloud AzureUSGovernmentCloud", func(t *testing.T) {
+		env := routedEnv(t, "shop.documents.azure.com", "shop.documents.azure.com")
+		pollsSeven(t, env, scalerConfig(env.metadata("cloud", "AzureUSGovernmentCloud"), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": env.server.Key()}))
 	})
 	t.Run("account key at a Cosmos DB in Fabric name", func(t *testing.T) {
 		config := scalerConfig(baseMetadata(), map[string]string{"endpoint": "https://0a1b2c3d.z12.sql.cosmos.fabric.microsoft.com:443/", "cosmosDBKey": canaryKey})

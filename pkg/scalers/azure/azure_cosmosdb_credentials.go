@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -119,42 +118,10 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 	if err != nil {
 		return nil, err
 	}
-	return a, checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam)
-}
-
-// cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
-const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
-
-// checkCosmosDBEndpoint sends a key or token given apart from its endpoint
-// (the metadata's writer chose it) only over https to the cloud's Cosmos DB
-// domains (any host for cloud: Private), or to loopback. A connection
-// string binds its endpoint; the emulator's key is public.
-func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string) error {
-	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
-	if isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey {
-		return nil
+	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam); err != nil {
+		return nil, err
 	}
-	if endpoint.Scheme != "https" {
-		return fmt.Errorf("%s: an account key or token is only sent over https (or to a loopback host)", param)
-	}
-	if strings.EqualFold(auth.Cloud, PrivateCloud) {
-		return nil
-	}
-	env, err := EnvironmentFromName(cmp.Or(auth.Cloud, "AzurePublicCloud"))
-	if err != nil {
-		return err // Validate has refused the cloud already
-	}
-	domains := []string{env.CosmosDBDNSSuffix}
-	if env.Name == PublicCloud.Name {
-		domains = append(domains, "cosmos.fabric.microsoft.com") // Cosmos DB in Microsoft Fabric
-	}
-	for _, domain := range domains {
-		if host == domain || strings.HasSuffix(host, "."+domain) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: an account key or token is only sent to hosts under %s (cloud %s); use a connection string, which binds its own endpoint, or cloud: Private for other hosts",
-		param, strings.Join(domains, " or "), env.Name)
+	return a, nil
 }
 
 func newCosmosDBConnection(endpoint, key, endpointParam, keyParam string) (*CosmosDBConnection, error) {
@@ -217,13 +184,11 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, "", err
 	}
-	// A "private" cloud must not obtain a token valid on every public
-	// account, whatever path, port or case the resource URL is written with.
 	host, err := cosmosDBHost("cosmosDBResourceURL", resource)
-	if publicHost, _ := cosmosDBHost("", PublicCloud.ResourceIdentifiers.CosmosDB); err == nil && strings.EqualFold(auth.Cloud, PrivateCloud) && host == publicHost {
-		err = errors.New("cosmosDBResourceURL: with cloud: Private it must not be a public cloud's Cosmos DB resource; use the cloud's own name instead")
-	}
 	if err != nil {
+		return nil, "", err
+	}
+	if err := checkCosmosDBTokenResource(auth, host); err != nil {
 		return nil, "", err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"

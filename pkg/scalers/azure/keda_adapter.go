@@ -12,8 +12,13 @@ import (
 // AzEnvironment is KEDA's description of an Azure cloud.
 type AzEnvironment = kedaazure.AzEnvironment
 
-// PublicCloud is KEDA's description of Azure's public cloud.
-var PublicCloud = kedaazure.PublicCloud
+// KEDA's descriptions of the known Azure clouds.
+var (
+	PublicCloud       = kedaazure.PublicCloud
+	USGovernmentCloud = kedaazure.USGovernmentCloud
+	ChinaCloud        = kedaazure.ChinaCloud
+	GermanCloud       = kedaazure.GermanCloud
+)
 
 // Names of KEDA's package azure that the Cosmos DB files use.
 const (
