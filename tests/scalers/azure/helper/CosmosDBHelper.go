@@ -20,16 +20,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kedacore/keda/v2/tests/helper"
 )
 
 // CosmosDBHelper prepares an account for the azure-cosmosdb e2e tests and
 // reads what the change feed processor they scale (KEDA's test image, the .NET
-// SDK's processor) writes there: a database, a monitored container with two
-// physical partitions, a lease container, items, and the processor's leases.
+// SDK's processor) writes there: a database, a monitored container with the
+// physical partitions a suite needs, a lease container, items, and the leases.
 //
 // It speaks the REST API with the account key, so the tests need no Cosmos DB
 // SDK: the physical partition key ranges and one range's change feed, which
@@ -53,11 +51,6 @@ type CosmosDBLag struct {
 	Pending      int // items written after those continuations
 	Lagging      int // leases with pending items
 }
-
-// cosmosDBMonitoredMaxThroughput is the autoscale maximum of the monitored
-// container: the service gives a new container one physical partition per
-// 10,000 RU/s of it, so two partitions, billed at 10% while idle.
-const cosmosDBMonitoredMaxThroughput = 20000
 
 // NewCosmosDBHelper reads the account endpoint and key from a connection
 // string and names a fresh database and processor for one test run.
@@ -94,14 +87,26 @@ func (c *CosmosDBHelper) Endpoint() string { return c.endpoint + "/" }
 // PartitionCount is the number of physical partitions of the monitored container.
 func (c *CosmosDBHelper) PartitionCount() int { return len(c.ranges) }
 
-// CreateContainers creates the database, the monitored container and the lease
-// container, both partitioned by /id as the processor image would create them.
-func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T) {
+// CreateContainers creates the database, the monitored container with the given
+// number of physical partitions, and a one-partition lease container, both
+// partitioned by /id as the processor image would create them.
+//
+// Each gets the least throughput that yields its partitions: a physical
+// partition serves at most 10,000 RU/s, and a new autoscale container gets one
+// per 10,000 RU/s of its maximum (learn.microsoft.com/azure/cosmos-db/:
+// concepts-limits, scaling-provisioned-throughput-best-practices, autoscale-faq).
+// So n partitions take a maximum of (n-1)*10,000 + 1,000 (maxima step by
+// 1,000): 1,000, the lowest, for one; 11,000 for two. Autoscale bills each hour
+// from 10% of the maximum (100 or 1,100 RU/s) at 1.5 times the manual rate;
+// manual throughput would bill 400 RU/s, or over 6,000 for two partitions (a
+// new manual container gets one per 6,000 RU/s), every hour. Serverless
+// accounts refuse throughput: the suites need a provisioned-throughput account.
+func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T, partitions int) {
 	_, err := c.send(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": c.DatabaseID})
 	require.NoErrorf(t, err, "cannot create database %s", c.DatabaseID)
 	dbLink := "dbs/" + c.DatabaseID
-	autoscale := map[string]string{"x-ms-cosmos-offer-autopilot-settings": fmt.Sprintf(`{"maxThroughput":%d}`, cosmosDBMonitoredMaxThroughput)}
-	for id, headers := range map[string]map[string]string{c.ContainerID: autoscale, c.LeaseContainerID: nil} {
+	for id, n := range map[string]int{c.ContainerID: partitions, c.LeaseContainerID: 1} {
+		headers := map[string]string{"x-ms-cosmos-offer-autopilot-settings": fmt.Sprintf(`{"maxThroughput":%d}`, (n-1)*10000+1000)}
 		_, err = c.send(ctx, http.MethodPost, dbLink+"/colls", headers, map[string]any{
 			"id":           id,
 			"partitionKey": map[string]any{"paths": []string{"/id"}, "kind": "Hash", "version": 2},
@@ -126,7 +131,7 @@ func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T) {
 			break
 		}
 	}
-	require.NotEmpty(t, c.ranges, "the monitored container has no partition key ranges")
+	require.GreaterOrEqualf(t, len(c.ranges), partitions, "the monitored container should have at least %d physical partitions", partitions)
 	t.Logf("container %s/%s has %d physical partition(s)", c.DatabaseID, c.ContainerID, len(c.ranges))
 }
 
@@ -261,35 +266,6 @@ func (c *CosmosDBHelper) WaitForCheckpoints(ctx context.Context, t *testing.T) b
 	}, 5*time.Second)
 	t.Logf("leases of %s: %+v (%v)", c.ProcessorName, lag, err)
 	return err == nil
-}
-
-// CosmosDBWatchReplicas samples the Deployment's spec.replicas (what KEDA and
-// the HPA set) every second until the function it returns is called; that
-// function returns the most replicas seen.
-func CosmosDBWatchReplicas(kc *kubernetes.Clientset, name, namespace string) func() int32 {
-	var most int32
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		ticker := time.NewTicker(time.Second)
-		defer ticker.Stop()
-		for {
-			deployment, err := kc.AppsV1().Deployments(namespace).Get(context.Background(), name, metav1.GetOptions{})
-			if err == nil && deployment.Spec.Replicas != nil {
-				most = max(most, *deployment.Spec.Replicas)
-			}
-			select {
-			case <-stop:
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	return func() int32 {
-		close(stop)
-		<-stopped
-		return most
-	}
 }
 
 func (c *CosmosDBHelper) containerLink(id string) string {
