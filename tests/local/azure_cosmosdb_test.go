@@ -168,7 +168,7 @@ spec:
 {{if .Endpoint}}      endpoint: {{$.Endpoint}}
       # The served account has an in-namespace IP, not a documents.azure.com
       # name: an account key given apart from its endpoint goes there only
-      # with cloud: Private (docs/azure-cosmosdb.md, Security).
+      # with cloud: Private (docs/azure-cosmosdb.md, "Where a key or token may be sent").
       cloud: Private
 {{end}}    authenticationRef:
       name: {{.Auth}}
