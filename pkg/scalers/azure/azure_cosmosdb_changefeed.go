@@ -32,6 +32,7 @@ type cosmosDBPartitionKeyRange struct {
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
+	docs                string // the container's documents, whose change feed every read addresses
 
 	mu      sync.Mutex
 	ranges  []cosmosDBPartitionKeyRange
@@ -46,7 +47,7 @@ func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (Cosm
 	if err != nil {
 		return result, cost, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
-	resp, readCost, err := r.client.send(ctx, changeFeedRequest(r.database, r.container, l, rangeID, minEPK, maxEPK))
+	resp, readCost, err := r.client.send(ctx, changeFeedRequest(r.docs, l, rangeID, minEPK, maxEPK))
 	cost.add(readCost)
 	if isCosmosDBRangeGone(err) {
 		r.mu.Lock()
@@ -111,28 +112,19 @@ func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, 
 
 // load reads every page of ranges, less those a split or merge replaced.
 func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error) {
-	req := cosmosDBRequest{operation: fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container)),
-		method: http.MethodGet, path: []string{"dbs", r.database, "colls", r.container, "pkranges"}, ok: []int{http.StatusOK}}
+	operation := fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container))
 	var all []cosmosDBPartitionKeyRange
-	var cost CosmosDBCost
-	for continuation := ""; ; {
-		req.header = http.Header{}
-		if continuation != "" {
-			req.header.Set("X-Ms-Continuation", continuation)
-		}
-		resp, pageCost, err := r.client.send(ctx, req)
-		cost.add(pageCost)
-		if err != nil {
-			return cost, err
-		}
+	cost, err := r.client.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
+		url: r.client.url("dbs", r.database, "colls", r.container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
 		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
-		if err := json.Unmarshal(resp.body, &page); err != nil {
-			return cost, fmt.Errorf("%s: malformed response body: %w", req.operation, err)
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("%s: malformed response body: %w", operation, err)
 		}
 		all = append(all, page.PartitionKeyRanges...)
-		if continuation = resp.header.Get("X-Ms-Continuation"); continuation == "" {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return cost, err
 	}
 	replaced := map[string]bool{}
 	for _, pk := range all {
@@ -142,7 +134,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error)
 	}
 	live := slices.DeleteFunc(all, func(pk cosmosDBPartitionKeyRange) bool { return replaced[pk.ID] })
 	if len(live) == 0 {
-		return cost, errors.New(req.operation + ": the service listed no ranges")
+		return cost, errors.New(operation + ": the service listed no ranges")
 	}
 	r.ranges = live
 	r.version++
@@ -151,24 +143,24 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error)
 
 // changeFeedRequest reads one change of a range from the lease's
 // continuation, in the mode its processor reads, within EPK bounds if given.
-func changeFeedRequest(database, container string, l CosmosDBLease, rangeID, minEPK, maxEPK string) cosmosDBRequest {
-	h := http.Header{}
-	h.Set("A-Im", "Incremental feed")
-	h.Set("If-None-Match", l.Continuation)
-	h.Set("X-Ms-Max-Item-Count", "1")
-	h.Set("X-Ms-Documentdb-Partitionkeyrangeid", rangeID)
+func changeFeedRequest(docs string, l CosmosDBLease, rangeID, minEPK, maxEPK string) cosmosDBRequest {
+	h := http.Header{
+		"A-Im":                                {"Incremental feed"},
+		"If-None-Match":                       {l.Continuation},
+		"X-Ms-Max-Item-Count":                 {"1"},
+		"X-Ms-Documentdb-Partitionkeyrangeid": {rangeID},
+	}
 	if l.AllVersionsAndDeletes {
 		// As the SDKs send it; the wire format gives each change its metadata.
-		h.Set("A-Im", "Full-Fidelity Feed")
-		h.Set("X-Ms-Cosmos-Changefeed-Wire-Format-Version", "2021-09-15")
+		h["A-Im"] = []string{"Full-Fidelity Feed"}
+		h["X-Ms-Cosmos-Changefeed-Wire-Format-Version"] = []string{"2021-09-15"}
 	}
 	if minEPK != "" || maxEPK != "" {
-		h.Set("X-Ms-Read-Key-Type", "EffectivePartitionKeyRange")
-		h.Set("X-Ms-Start-Epk", minEPK)
-		h.Set("X-Ms-End-Epk", maxEPK)
+		h["X-Ms-Read-Key-Type"] = []string{"EffectivePartitionKeyRange"}
+		h["X-Ms-Start-Epk"] = []string{minEPK}
+		h["X-Ms-End-Epk"] = []string{maxEPK}
 	}
-	return cosmosDBRequest{operation: "read change feed", method: http.MethodGet, path: []string{"dbs", database, "colls", container, "docs"},
-		header: h, ok: []int{http.StatusOK, http.StatusNotModified}}
+	return cosmosDBRequest{operation: "read change feed", method: http.MethodGet, url: docs, header: h, ok: []int{http.StatusOK, http.StatusNotModified}}
 }
 
 // cosmosDBLag is a change feed page's lag: session LSN - first LSN + 1, and

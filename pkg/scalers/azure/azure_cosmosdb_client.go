@@ -73,12 +73,15 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
 }
 
+// url is the address of a resource of the account: dbs/{db}/colls/{container}/...
+func (c *CosmosDBClient) url(path ...string) string { return c.endpoint.JoinPath(path...).String() }
+
 // cosmosDBRequest is one REST call; operation names it in errors.
 type cosmosDBRequest struct {
 	operation string
 	method    string
-	path      []string    // dbs/{db}/colls/{container}/...
-	header    http.Header // the call's own headers; never modified
+	url       string      // from CosmosDBClient.url
+	header    http.Header // the call's own headers, made for it
 	query     []byte      // a POSTed query, if any
 	ok        []int       // the statuses that are a success
 }
@@ -137,21 +140,46 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 	}
 }
 
+// sendPages sends r for each page of a feed, following x-ms-continuation,
+// and hands every page's body to page.
+func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) (CosmosDBCost, error) {
+	var cost CosmosDBCost
+	first := r.header
+	for continuation := ""; ; {
+		r.header = first.Clone()
+		if continuation != "" {
+			r.header["X-Ms-Continuation"] = []string{continuation}
+		}
+		resp, pageCost, err := c.send(ctx, r)
+		cost.add(pageCost)
+		if err == nil {
+			err = page(resp.body)
+		}
+		if err != nil || resp.header.Get("X-Ms-Continuation") == "" {
+			return cost, err
+		}
+		continuation = resp.header.Get("X-Ms-Continuation")
+	}
+}
+
 // try sends r once and reads the body, at most one byte past the cap.
 func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*http.Response, []byte, error) {
-	req, err := runtime.NewRequest(ctx, r.method, c.endpoint.JoinPath(r.path...).String())
+	req, err := runtime.NewRequest(ctx, r.method, r.url)
 	if err != nil {
 		return nil, nil, err
 	}
-	h := req.Raw().Header
-	for name, values := range r.header {
-		h[name] = slices.Clone(values)
+	h := r.header // made for this request by its caller; a retry sets the same names again
+	if h == nil {
+		h = http.Header{}
 	}
-	h.Set("X-Ms-Version", cosmosDBAPIVersion)
-	h.Set("X-Ms-Date", time.Now().UTC().Format(http.TimeFormat))
+	req.Raw().Header = h
+	// Header names here and in the callers are written canonically and
+	// assigned directly, as net/http's own Header.Set would store them.
+	h["X-Ms-Version"] = []string{cosmosDBAPIVersion}
+	h["X-Ms-Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
 	// PartitionMerge (capability bit 0): accounts with merge enabled refuse
 	// clients that do not declare it, as the SDKs do.
-	h.Set("X-Ms-Cosmos-Sdk-Supportedcapabilities", "1")
+	h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = []string{"1"}
 	if r.query != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(r.query)), "application/query+json"); err != nil {
 			return nil, nil, err
@@ -163,8 +191,10 @@ func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*http.Resp
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
-	return resp, body, err
+	// Sized by the announced length (a hint only): one allocation for most bodies.
+	body := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
+	_, err = body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	return resp, body.Bytes(), err
 }
 
 // cosmosDBRetryAfter says whether a try is retried, and after how long: a
@@ -192,7 +222,7 @@ type cosmosDBKeyPolicy struct{ key []byte }
 func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	resourceType, resourceLink := cosmosDBResourceOf(raw.URL.Path)
-	raw.Header.Set("Authorization", signCosmosDBRequest(p.key, raw.Method, resourceType, resourceLink, raw.Header.Get("X-Ms-Date")))
+	raw.Header["Authorization"] = []string{signCosmosDBRequest(p.key, raw.Method, resourceType, resourceLink, raw.Header.Get("X-Ms-Date"))}
 	return req.Next()
 }
 
@@ -201,11 +231,12 @@ func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 // ("docs", "dbs/d/colls/c"). Ids hold no '/' (the scaler refuses them).
 func cosmosDBResourceOf(path string) (resourceType, resourceLink string) {
 	link := strings.Trim(path, "/")
-	segments := strings.Split(link, "/")
-	if n := len(segments); n%2 == 1 {
-		return segments[n-1], strings.Join(segments[:n-1], "/")
+	last := strings.LastIndexByte(link, '/')
+	if strings.Count(link, "/")%2 == 0 { // an odd number of segments: a feed
+		return link[last+1:], link[:max(last, 0)]
 	}
-	return segments[len(segments)-2], link
+	previous := strings.LastIndexByte(link[:last], '/')
+	return link[previous+1 : last], link
 }
 
 func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date string) string {
@@ -215,50 +246,41 @@ func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date stri
 	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 }
 
-// cosmosDBResponseError is a non-success answer, never quoting a request header.
+// cosmosDBResponseError is a non-success answer: the operation, status,
+// substatus, the service's code and first line of message, and its activity
+// id. It never quotes a request header.
 type cosmosDBResponseError struct {
-	Operation  string
-	StatusCode int
-	SubStatus  int
-	Code       string
-	Message    string
-	ActivityID string
+	status, subStatus int
+	message           string
 }
 
-func (e *cosmosDBResponseError) Error() string {
-	msg := fmt.Sprintf("%s: HTTP %d", e.Operation, e.StatusCode)
-	if e.SubStatus != 0 {
-		msg += fmt.Sprintf(" substatus %d", e.SubStatus)
+func (e *cosmosDBResponseError) Error() string { return e.message }
+
+func newCosmosDBResponseError(operation string, resp *http.Response, body []byte) *cosmosDBResponseError {
+	e := &cosmosDBResponseError{status: resp.StatusCode}
+	e.subStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
+	e.message = fmt.Sprintf("%s: HTTP %d", operation, e.status)
+	if e.subStatus != 0 {
+		e.message += fmt.Sprintf(" substatus %d", e.subStatus)
 	}
-	if e.Code != "" {
-		msg += " " + e.Code
+	var payload struct{ Code, Message string }
+	if json.Unmarshal(body[:min(len(body), 4096)], &payload) == nil && payload.Code != "" {
+		e.message += " " + cosmosDBExcerpt(payload.Code)
 	}
-	if e.StatusCode == http.StatusTooManyRequests {
-		msg += " (throttled)"
+	if e.status == http.StatusTooManyRequests {
+		e.message += " (throttled)"
 	}
-	if e.Message != "" {
-		msg += ": " + e.Message
+	if first, _, _ := strings.Cut(payload.Message, "\n"); first != "" { // diagnostics follow
+		e.message += ": " + cosmosDBExcerpt(strings.TrimRight(first, "\r"))
 	}
-	if e.ActivityID != "" {
-		msg += " (activity " + e.ActivityID + ")"
+	if id := resp.Header.Get("X-Ms-Activity-Id"); id != "" {
+		e.message += " (activity " + cosmosDBExcerpt(id) + ")"
 	}
-	return msg
+	return e
 }
 
 // isCosmosDBRangeGone: 410/1002, the only answer treated as a split or merge.
 func isCosmosDBRangeGone(err error) bool {
 	re, ok := errors.AsType[*cosmosDBResponseError](err)
-	return ok && re.StatusCode == http.StatusGone && re.SubStatus == cosmosDBSubStatusRangeGone
-}
-
-func newCosmosDBResponseError(operation string, resp *http.Response, body []byte) *cosmosDBResponseError {
-	e := &cosmosDBResponseError{Operation: operation, StatusCode: resp.StatusCode, ActivityID: cosmosDBExcerpt(resp.Header.Get("X-Ms-Activity-Id"))}
-	e.SubStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
-	var payload struct{ Code, Message string }
-	if json.Unmarshal(body[:min(len(body), 4096)], &payload) == nil {
-		e.Code = cosmosDBExcerpt(payload.Code)
-		first, _, _ := strings.Cut(payload.Message, "\n") // diagnostics follow
-		e.Message = cosmosDBExcerpt(strings.TrimRight(first, "\r"))
-	}
-	return e
+	return ok && re.status == http.StatusGone && re.subStatus == cosmosDBSubStatusRangeGone
 }

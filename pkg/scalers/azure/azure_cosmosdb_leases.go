@@ -83,23 +83,16 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		return nil, 0, cost, err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
-		method: http.MethodPost, path: []string{"dbs", database, "colls", container, "docs"}, query: query, ok: []int{http.StatusOK}}
-	for continuation := ""; ; {
-		req.header = http.Header{}
-		req.header.Set("X-Ms-Documentdb-Isquery", "True")
-		req.header.Set("X-Ms-Documentdb-Query-Enablecrosspartition", "True")
-		req.header.Set("X-Ms-Max-Item-Count", strconv.Itoa(cosmosDBLeasePageSize))
-		if continuation != "" {
-			req.header.Set("X-Ms-Continuation", continuation)
-		}
-		resp, pageCost, err := c.send(ctx, req)
-		cost.add(pageCost)
+		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
+		header: http.Header{
+			"X-Ms-Documentdb-Isquery":                    {"True"},
+			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},
+			"X-Ms-Max-Item-Count":                        {strconv.Itoa(cosmosDBLeasePageSize)},
+		}}
+	cost, err = c.sendPages(ctx, req, func(body []byte) error {
+		documents, err := decodeCosmosDBLeasePage(body)
 		if err != nil {
-			return nil, 0, cost, err
-		}
-		documents, err := decodeCosmosDBLeasePage(resp.body)
-		if err != nil {
-			return nil, 0, cost, fmt.Errorf("%s: malformed response body: %w", req.operation, err)
+			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
 		for _, doc := range documents {
 			switch {
@@ -111,30 +104,35 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 				strangers++
 			}
 		}
-		if continuation = resp.header.Get("X-Ms-Continuation"); continuation == "" {
-			return leases, strangers, cost, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, cost, err
 	}
+	return leases, strangers, cost, nil
 }
 
-// decodeCosmosDBLeasePage decodes a page in one pass; if a document does not
-// fit the lease fields, one by one, and such a document (not a lease, as the
-// trigger specifies) decodes as the zero value, which no scope owns.
+// decodeCosmosDBLeasePage decodes a page's documents. A document whose
+// fields have other types than a lease's is not a lease, as the trigger
+// specifies: then the documents are decoded one by one, and those that do
+// not decode are left out.
 func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 	var page struct{ Documents []cosmosDBLeaseDocument }
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(body, &page); !errors.As(err, &typeErr) {
+	if err := json.Unmarshal(body, &page); !errors.As(err, new(*json.UnmarshalTypeError)) {
 		return page.Documents, err
 	}
 	var raw struct{ Documents []json.RawMessage }
-	err := json.Unmarshal(body, &raw)
-	documents := make([]cosmosDBLeaseDocument, len(raw.Documents))
-	for i, doc := range raw.Documents {
-		if json.Unmarshal(doc, &documents[i]) != nil {
-			documents[i] = cosmosDBLeaseDocument{}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, err
+	}
+	documents := make([]cosmosDBLeaseDocument, 0, len(raw.Documents))
+	for _, doc := range raw.Documents {
+		var d cosmosDBLeaseDocument
+		if json.Unmarshal(doc, &d) == nil {
+			documents = append(documents, d)
 		}
 	}
-	return documents, err
+	return documents, nil
 }
 
 // cosmosDBLeaseDocument holds every format's fields; exact key matches win,
