@@ -9,10 +9,10 @@
 #                           those packages beside ours; go vet -tags e2e of the suites
 #                           (make intree)
 #   hack/intree.sh patch    copy, replace, then write the pull request into PATCH_DIR:
-#                           a git format-patch series, PULL_REQUEST.md and
-#                           keda-docs.patch; print and check its size; git am the
-#                           series onto a fresh copy of KEDA and build each commit
-#                           (make intree-patch)
+#                           a git format-patch series of three commits, PULL_REQUEST.md,
+#                           SECURITY_REPORT.md and keda-docs.patch; print and check their
+#                           sizes; git am the series onto a fresh copy of KEDA and build
+#                           each commit (make intree-patch)
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
 #                           the layout (no KEDA, no compiling; tests/repo runs it)
 #
@@ -39,6 +39,29 @@
 # (the emulator, cosmoslag, tests/local, tests/sdk, BENCHMARKS.md, a stand-in
 # file), or that would need a requirement KEDA's go.mod does not have, fails
 # the run.
+#
+# The series ("patch"), each commit building on its own:
+#   1. the scaler, its unit tests and the generated schema, without the endpoint
+#      rule (hack/intree-commit-message.txt)
+#   2. the endpoint rule: where an account key or Entra ID token given apart from
+#      its endpoint may be sent (hack/intree-commit-message-endpoint.txt)
+#   3. the e2e suites and their helper (hack/intree-commit-message-e2e.txt)
+# Commit 2 is hack/pr/endpoint-rule.diff, a git diff in this repository's paths
+# (which are KEDA's) holding exactly the rule: the copied files (the final ones)
+# get it reversed with git apply -R for commit 1 (a diff that does not apply
+# fails the run), and forward again for commit 2. It touches only copied files
+# under pkg/; its import paths are rewritten as the files are. Regenerate it
+# whenever the rule or the lines around it change (tests/repo checks that it
+# still applies in reverse to the working tree), from a tree where the rule is
+# committed and nothing else under pkg/scalers is uncommitted: delete the rule
+# from the working tree (its files, its call lines, its test cases) so that
+# the tree builds and go test ./pkg/scalers/... passes, then
+#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff
+#   git checkout -- pkg/scalers && git apply -R --check hack/pr/endpoint-rule.diff
+# The rule is a security fix: SECURITY_REPORT.md (from
+# hack/pr/SECURITY_REPORT.md.tmpl) is the private report to KEDA's maintainers,
+# which KEDA's SECURITY.md asks for; PULL_REQUEST.md and the commit messages
+# only say that the rule is tightened and that details were reported privately.
 #
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
@@ -68,10 +91,11 @@
 #                       author, committer and Signed-off-by of every commit (default: this
 #                       repository's git config user.name and user.email; an address at
 #                       localhost is refused: KEDA's DCO check needs a real one)
-#   INTREE_SERIES       split (default): 1. the scaler and its unit tests, 2. the e2e
-#                       suites, each commit building on its own; single: one commit
+#   INTREE_SERIES       split (default): the three commits above; single: one commit with
+#                       hack/intree-commit-message.txt (only with PATCH alone, for local
+#                       e2e runs: the pull request needs the endpoint rule on its own)
 #   INTREE_VERIFY       build (default with PATCH_DIR): after git am, go vet every commit
-#                       and run our unit tests at the commits that carry them;
+#                       and run our unit tests at the commits that change pkg/;
 #                       am (default with only PATCH): git am and compare the trees only
 #   KEDA_DOCS_DIR       a kedacore/keda-docs clone (bare or not) to base keda-docs.patch on
 #                       and to check the page's relative links against; without it the
@@ -81,8 +105,14 @@
 # sentences and its <!-- repo-only --> ... <!-- /repo-only --> spans left out;
 # a page that still names this repository's tools, or whose links or anchors
 # keda-docs cannot resolve, fails the run.
-# Size limits (added lines, checked in "patch" with PATCH_DIR, reported otherwise):
-# production Go under pkg/ 1,500; unit tests under pkg/ 2,500; tests/ 900; all 5,000.
+# PULL_REQUEST.md is hack/pr/PULL_REQUEST.md.tmpl with its @@NAME@@ placeholders
+# filled; SECURITY_REPORT.md likewise from hack/pr/SECURITY_REPORT.md.tmpl.
+# Size limits (checked in "patch" with PATCH_DIR, reported otherwise; an
+# exceeded limit fails the run at the end, after everything is written):
+#   added lines: production Go under pkg/ 1,200; unit tests under pkg/ 2,500;
+#   tests/ 900; all 5,000
+#   PULL_REQUEST.md: 80 lines, HTML comments left out
+#   the keda-docs page: 300 lines
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
 set -uo pipefail
@@ -111,10 +141,13 @@ our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/
 }
 
 # Size limits of the pull request, in added lines.
-limit_prod=1500
+limit_prod=1200
 limit_unit=2500
 limit_e2e=900
 limit_total=5000
+# ... of PULL_REQUEST.md (lines, HTML comments left out) and of the docs page (lines).
+limit_pr_body=80
+limit_docs_page=300
 
 # What stays home: no copied file may import or name it.
 home_only='cosmoslag|cosmostest|tests/emulator|tests/local|tests/sdk|BENCHMARKS\.md|keda_adapter|azure_cosmosdb_inspect'
@@ -229,6 +262,10 @@ case "$series" in split | single) ;; *)
 	exit 2
 	;;
 esac
+if [ "$series" = single ] && [ -n "$patch_dir" ]; then
+	echo "INTREE_SERIES=single only goes with PATCH alone: the pull request (PATCH_DIR) needs the endpoint rule in a commit of its own" >&2
+	exit 2
+fi
 cache=${INTREE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-cosmosdb-intree}
 docs_version=${KEDA_DOCS_VERSION:-2.22}
 docs_page=content/docs/$docs_version/scalers/azure-cosmosdb.md
@@ -644,18 +681,46 @@ else
 			git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" "$@")
 	}
 	msg1=$src/hack/intree-commit-message.txt
+	msg_rule=$src/hack/intree-commit-message-endpoint.txt
 	msg2=$src/hack/intree-commit-message-e2e.txt
+	rule_diff=$src/hack/pr/endpoint-rule.diff
 	[ -f "$msg1" ] || fail "no $msg1"
 	if [ "$series" = split ]; then
+		[ -f "$msg_rule" ] || fail "no $msg_rule"
 		[ -f "$msg2" ] || fail "no $msg2"
-		# 1: the scaler, its unit tests, the generated schema: everything but tests/.
+		[ -s "$rule_diff" ] || fail "no $rule_diff (the endpoint rule as a diff; how to make it: the header of $0)"
+		# The rule's diff with the copied files' import path rewrite.
+		rule=$logdir/endpoint-rule.diff
+		sed -e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" -e "s#\"$our_module/tests/#\"$keda_module/tests/#g" "$rule_diff" >"$rule"
+		rule_files=$(cd "$scratch" && git apply --numstat "$rule" 2>"$logdir/endpoint-rule-numstat.log" | cut -f3) ||
+			fail "hack/pr/endpoint-rule.diff is not a diff git apply reads (log: $logdir/endpoint-rule-numstat.log)"
+		[ -n "$rule_files" ] || fail "hack/pr/endpoint-rule.diff changes no file"
+		for f in $rule_files; do
+			case "$f" in pkg/*) ;; *) fail "hack/pr/endpoint-rule.diff changes $f: only copied files under pkg/" ;; esac
+			printf '%s\n' "${copied[@]}" | grep -q -x -F "$f" || fail "hack/pr/endpoint-rule.diff changes $f, which is not copied in-tree"
+		done
+		# The final tree, to compare with the series' last commit.
+		final_tree=$(cd "$scratch" && git add -A -f && git write-tree && git reset -q) || fail "git write-tree"
+		# 1: the scaler, its unit tests, the generated schema: everything but
+		# tests/, without the endpoint rule.
+		(cd "$scratch" && git apply -R "$rule") >"$logdir/endpoint-rule-reverse.log" 2>&1 || {
+			sed 's/^/    | /' "$logdir/endpoint-rule-reverse.log" >&2
+			fail "hack/pr/endpoint-rule.diff does not apply in reverse to the copied files: it is out of date; regenerate it as the header of $0 says"
+		}
 		run git-add-1.log git add -A -f -- . ':!tests'
 		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
-		# 2: KEDA's two e2e suites and their helper.
+		# 2: the endpoint rule.
+		(cd "$scratch" && git apply "$rule") >"$logdir/endpoint-rule-forward.log" 2>&1 || fail "git apply hack/pr/endpoint-rule.diff (log: $logdir/endpoint-rule-forward.log)"
+		run git-add-rule.log git add -A -f -- . ':!tests'
+		(cd "$scratch" && git diff --cached --quiet) && fail "hack/pr/endpoint-rule.diff changes nothing"
+		git_as_author commit -q -s -F "$msg_rule" >"$logdir/git-commit-rule.log" 2>&1 || fail "git commit (log: $logdir/git-commit-rule.log)"
+		rule_commit=$(cd "$scratch" && git rev-parse HEAD)
+		# 3: KEDA's two e2e suites and their helper.
 		run git-add-2.log git add -A -f
-		if ! (cd "$scratch" && git diff --cached --quiet); then
-			git_as_author commit -q -s -F "$msg2" >"$logdir/git-commit-2.log" 2>&1 || fail "git commit (log: $logdir/git-commit-2.log)"
-		fi
+		(cd "$scratch" && git diff --cached --quiet) && fail "no e2e suite to commit"
+		git_as_author commit -q -s -F "$msg2" >"$logdir/git-commit-2.log" 2>&1 || fail "git commit (log: $logdir/git-commit-2.log)"
+		[ "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" = "$final_tree" ] || fail "the series does not end in the copied files"
+		echo "    the endpoint rule (hack/pr/endpoint-rule.diff): $(echo $rule_files)"
 	else
 		run git-add.log git add -A -f
 		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit.log" 2>&1 || fail "git commit (log: $logdir/git-commit.log)"
@@ -794,14 +859,10 @@ else
 		(cd "$docs_git" && git add "$docs_page" &&
 			GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
 				git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" commit -q -s -F - <<EOF
-Azure Cosmos DB Scaler: document lease formats, all versions and deletes, upgrading from v2.21.0
+Azure Cosmos DB Scaler: the page of the scaler that replaces v2.21.0's
 
-The page of the azure-cosmosdb scaler that the kedacore/keda pull request
-"$(head -n 1 "$msg1")"
-puts in place: which leases count (.NET, Java, EPK-range and .NET v2 library
-leases), how the lag is computed for latest-version and
-all-versions-and-deletes processors, how the metric is capped, partition
-splits, error handling, and what users of KEDA v2.21.0's scaler see change.
+$(sections=$(sed -n 's/^###\{0,1\} \{1,\}//p' "$page" | paste -s -d ';' | sed 's/;/; /g')
+echo "The page of the azure-cosmosdb scaler that the kedacore/keda pull request \"$(head -n 1 "$msg1")\" puts in place.${sections:+ Its sections: $sections.}" | fold -s -w 72 | sed 's/ *$//')
 EOF
 		) >"$logdir/docs-commit.log" 2>&1 || fail "keda-docs commit (log: $logdir/docs-commit.log)"
 		if (cd "$docs_git" && git rev-parse -q --verify HEAD~1 >/dev/null); then
@@ -810,7 +871,12 @@ EOF
 			(cd "$docs_git" && git format-patch --stdout --root HEAD) >"$patch_dir/keda-docs.patch"
 		fi
 		[ -s "$patch_dir/keda-docs.patch" ] || fail "keda-docs.patch is empty"
-		echo "    $patch_dir/keda-docs.patch: $docs_page ($(wc -l <"$page") lines), on $docs_base"
+		page_lines=$(wc -l <"$page")
+		echo "    $patch_dir/keda-docs.patch: $docs_page ($page_lines lines, limit $limit_docs_page), on $docs_base"
+		if [ "$page_lines" -gt "$limit_docs_page" ]; then
+			echo "    FAILED: the page is $page_lines lines, over $limit_docs_page (the run goes on and fails at the end)"
+			deferred_failures+=("keda-docs.patch: the page is $page_lines lines, limit $limit_docs_page (docs/azure-cosmosdb.md, counted on the generated page)")
+		fi
 	fi
 	done_step
 
@@ -862,57 +928,30 @@ EOF
 	fi
 
 	if [ -n "$patch_dir" ]; then
-		step "PULL_REQUEST.md from hack/pr/PULL_REQUEST.md.tmpl"
-		tmpl=$src/hack/pr/PULL_REQUEST.md.tmpl
-		[ -f "$tmpl" ] || fail "no $tmpl"
-		pr=$patch_dir/PULL_REQUEST.md
+		step "PULL_REQUEST.md and SECURITY_REPORT.md from hack/pr/*.md.tmpl"
 		frag=$logdir/pr
 		rm -rf "$frag" && mkdir -p "$frag"
-		(cd "$scratch" && git log -1 --format=%s "$(git rev-list --reverse "$base..HEAD" | head -n 1)") >"$frag/TITLE"
-		(cd "$scratch" && git log -1 --format=%b "$(git rev-list --reverse "$base..HEAD" | head -n 1)") | sed '/^Signed-off-by:/d' >"$frag/DESCRIPTION"
+		mapfile -t series_commits < <(cd "$scratch" && git rev-list --reverse "$base..HEAD")
+		(cd "$scratch" && git log -1 --format=%s "${series_commits[0]}") >"$frag/TITLE"
 		(cd "$scratch" && git log --reverse --format='%s' "$base..HEAD") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
-		{
-			echo "| file | added | removed |"
-			echo "| --- | ---: | ---: |"
-			printf '%s\n' "$numstat" | awk '{ if ($1 == "-") $1 = 0; if ($2 == "-") $2 = 0; printf "| `%s` | %d | %d |\n", $3, $1, $2 }'
-		} >"$frag/FILES"
 		{
 			echo '```'
 			echo "$size_report"
 			echo '```'
 		} >"$frag/SIZE"
-		# The bench figure: the side-by-side table of BENCHMARKS.md, if any.
-		bench=$src/BENCHMARKS.md
-		if [ -f "$bench" ] && grep -q '^## Side by side with KEDA' "$bench"; then
-			awk '/^## Side by side with KEDA/ { on = 1; print "From BENCHMARKS.md, \"" substr($0, 4) "\" (`make bench-compare`):"; print ""; next }
-				on && /^## / { exit }
-				on && /^\| ---/ { print; next }
-				on && /^\|/ { print; tables = 1; next }
-				on && tables && !/^\|/ { exit }
-				on && !tables && NF { print }
-				on && !tables && !NF { print }' "$bench" >"$frag/BENCH"
-			# The ratios the table gives, at 100 and 1,000 leases.
-			awk -F'|' '/^## Side by side with KEDA/ { on = 1; next } on && /^## / { exit }
-				on && NF > 5 { gsub(/[*, ]/, "", $2); impl = $3; gsub(/^ +| +$/, "", impl); t = $4; gsub(/[* ]/, "", t)
-					ms = t + 0; if (t ~ /µs$/) ms /= 1000; if (t ~ /[^m]s$/ && t !~ /ms$/ && t !~ /µs$/) ms *= 1000
-					m = $6; sub(/\(.*/, "", m); gsub(/[* ]/, "", m); mtext = m; gsub(/[^0-9]/, "", m)
-					if (impl == "ours") { ours[$2] = ms; om[$2] = m; omt[$2] = mtext } else if (impl ~ /^KEDA/) { keda[$2] = ms; km[$2] = m; kmt[$2] = mtext } }
-				END { if (ours[100] && keda[100]) printf "\n**%.1f× faster per poll at 100 leases** (%s ms vs %s ms)", keda[100] / ours[100], keda[100], ours[100]
-				      if (ours[1000] && keda[1000] && om[1000] && km[1000]) printf "; **%.1f× less time per lease counted at 1,000 leases** (KEDA v2.21.0 counts %s of them, ours %s).\n", (keda[1000] / km[1000]) / (ours[1000] / om[1000]), kmt[1000], omt[1000]
-				      else if (ours[100] && keda[100]) printf ".\n" }' "$bench" >>"$frag/BENCH"
-		else
-			echo "_(no bench figure: this repository has no BENCHMARKS.md with a \"Side by side with KEDA\" section)_" >"$frag/BENCH"
-		fi
-		# The user-visible differences as the documentation states them.
-		awk '/^### Upgrading from KEDA/ { on = 1; next } on && /^##/ { exit } on { print }' "$src/docs/azure-cosmosdb.md" >"$frag/UPGRADING"
-		[ -s "$frag/UPGRADING" ] || echo "_(docs/azure-cosmosdb.md has no \"Upgrading from KEDA\" section)_" >"$frag/UPGRADING"
+		# Our unit test files and their top-level tests, as the series leaves them.
+		for f in "${our_tests[@]}"; do
+			names=$(test_names "$f")
+			n=$(echo "$names" | grep -c .)
+			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
+		done >"$frag/TESTS"
 		passed_note="not run on this tree: run \`make intree\` (KEDA's golangci-lint, our unit tests and all of KEDA's tests of the two packages, go vet of the e2e suites)"
 		tree=$(cd "$scratch" && git rev-parse 'HEAD^{tree}')
 		[ -f "$cache/passed/$tree" ] && passed_note=$(cat "$cache/passed/$tree")
 		{
 			echo "$passed_note"
 			echo ""
-			echo "\`make intree-patch\`: the series applies with \`git am\` to a \`git init\` copy of KEDA $keda_version and gives the same tree; $([ "$verify" = build ] && echo "each commit passes \`go vet\` (e2e tag included) and builds the operator and adapter, and our unit tests pass at the commits that carry them" || echo "per-commit builds not checked (INTREE_VERIFY=am)"); the patch adds no requirement to KEDA's \`go.mod\`."
+			echo "\`make intree-patch\`: the series applies with \`git am\` to a \`git init\` copy of KEDA $keda_version and gives the same tree; $([ "$verify" = build ] && echo "each commit passes \`go vet\` (e2e tag included) and builds the operator and adapter, and our unit tests pass at each commit that changes \`pkg/\`" || echo "per-commit builds not checked (INTREE_VERIFY=am)"); the patch adds no requirement to KEDA's \`go.mod\`."
 		} >"$frag/CHECKS"
 		echo "$docs_page" >"$frag/DOCS_PAGE"
 		echo "$keda_version" >"$frag/KEDA_VERSION"
@@ -920,23 +959,61 @@ EOF
 			echo "\`keda-docs.patch\` (beside this file) adds \`$docs_page\`, generated from this repository's \`docs/azure-cosmosdb.md\`; it is based on $docs_base."
 			[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
 		} >"$frag/DOCS"
+		# The fix commit: its place in the series, its patch file, its files and tests.
+		for i in "${!series_commits[@]}"; do [ "${series_commits[$i]}" = "$rule_commit" ] && rule_n=$((i + 1)); done
+		rule_patch=$(cd "$patch_dir" && ls "$(printf '%04d' "$rule_n")"-*.patch)
+		echo "$rule_n" >"$frag/FIX_N"
+		(cd "$scratch" && git log -1 --format=%s "$rule_commit") >"$frag/FIX_SUBJECT"
+		echo "commit $rule_n of ${#series_commits[@]}, \`$(cd "$scratch" && git rev-parse --short=12 "$rule_commit")\` \"$(cat "$frag/FIX_SUBJECT")\" (\`$rule_patch\`)" >"$frag/FIX_COMMIT"
+		(cd "$scratch" && git show --numstat --format= "$rule_commit") |
+			awk '{ printf "- `%s` (+%d −%d)\n", $3, $1, $2 }' >"$frag/FIX_FILES"
+		(cd "$scratch" && git show --numstat --format= "$rule_commit") | awk '$3 ~ /_test\.go$/ { print $3 }' | while IFS= read -r f; do
+			if (cd "$scratch" && git cat-file -e "$rule_commit~1:$f" 2>/dev/null); then
+				# Changed: the top-level tests its hunks are in (git's hunk headers).
+				changed=$(cd "$scratch" && git show -U0 --format= "$rule_commit" -- "$f" | sed -n 's/^@@ .* @@ func \(\(Test\|Fuzz\)[A-Za-z0-9_]*\)(.*/\1/p' | sort -u)
+				if [ -n "$changed" ]; then echo "- \`$f\` (changed), in: $(echo $changed | sed 's/ /, /g')"; else echo "- \`$f\` (changed)"; fi
+			else
+				echo "- \`$f\` (new): $(test_names "$f" | tr '\n' ' ' | sed 's/ $//; s/ /, /g')"
+			fi
+		done >"$frag/FIX_TESTS"
+		[ -s "$frag/FIX_TESTS" ] || fail "the endpoint rule's commit changes no test file (hack/pr/endpoint-rule.diff must carry the rule's tests)"
+		emulator_tests=$src/tests/emulator/endpoint_test.go
+		[ -f "$emulator_tests" ] || fail "no tests/emulator/endpoint_test.go (SECURITY_REPORT.md names it)"
+		grep -h -o -E '^func Test[A-Za-z0-9_]*\(' "$emulator_tests" | sed 's/^func //; s/($//' | tr '\n' ' ' | sed 's/ $//; s/ /, /g' >"$frag/EMULATOR_TESTS"
+		[ -s "$frag/EMULATOR_TESTS" ] || fail "tests/emulator/endpoint_test.go declares no Test function"
 		# No fragment starts or ends with blank lines, or has two in a row.
 		for f in "$frag"/*; do
 			awk 'NF { if (blank) print ""; blank = 0; print; seen = 1; next } seen { blank = 1 }' "$f" >"$f.trim" && mv "$f.trim" "$f"
 		done
-		# @@NAME@@ on a line of its own is replaced by the fragment NAME; inline, by its first line.
-		awk -v dir="$frag" '
-			/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
-				if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
-				print line; while ((getline line < f) > 0) print line; close(f); next }
-			{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
-					if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
-					close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
-			  print }' "$tmpl" >"$pr" || fail "PULL_REQUEST.md: a placeholder of the template has no value"
-		grep -q '@@[A-Z_]*@@' "$pr" && fail "PULL_REQUEST.md still has placeholders: $(grep -o '@@[A-Z_]*@@' "$pr" | sort -u | tr '\n' ' ')"
-		todo=$(grep -c 'TODO(lead):' "$pr")
-		echo "    $pr ($(wc -l <"$pr") lines)"
-		[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in hack/pr/PULL_REQUEST.md.tmpl (grep -n 'TODO(lead):' $pr)"
+		# fill TEMPLATE OUT: @@NAME@@ on a line of its own is replaced by the
+		# fragment NAME; inline, by its first line.
+		fill() {
+			[ -f "$1" ] || fail "no $1"
+			awk -v dir="$frag" '
+				/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
+					if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
+					print line; while ((getline line < f) > 0) print line; close(f); next }
+				{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
+						if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
+						close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
+				  print }' "$1" >"$2" || fail "${2##*/}: a placeholder of ${1#"$src"/} has no value"
+			grep -q '@@[A-Z_]*@@' "$2" && fail "${2##*/} still has placeholders: $(grep -o '@@[A-Z_]*@@' "$2" | sort -u | tr '\n' ' ')"
+			todo=$(grep -c 'TODO(lead):' "$2")
+			[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in ${1#"$src"/} (grep -n 'TODO(lead):' $2)"
+		}
+		pr=$patch_dir/PULL_REQUEST.md
+		fill "$src/hack/pr/PULL_REQUEST.md.tmpl" "$pr"
+		# The body as GitHub shows it: HTML comments (whole-line ones with their
+		# line, inline ones in place) left out.
+		pr_body=$(perl -0 -p -e 's/^[ \t]*<!--(?:(?!-->).)*-->[ \t]*\n//gms; s/<!--.*?-->//gs' "$pr" | wc -l)
+		echo "    $pr ($(wc -l <"$pr") lines; $pr_body without HTML comments, limit $limit_pr_body)"
+		if [ "$pr_body" -gt "$limit_pr_body" ]; then
+			echo "    FAILED: PULL_REQUEST.md is $pr_body lines without HTML comments, over $limit_pr_body (the run goes on and fails at the end)"
+			deferred_failures+=("PULL_REQUEST.md: $pr_body lines without HTML comments, limit $limit_pr_body (hack/pr/PULL_REQUEST.md.tmpl)")
+		fi
+		report=$patch_dir/SECURITY_REPORT.md
+		fill "$src/hack/pr/SECURITY_REPORT.md.tmpl" "$report"
+		echo "    $report ($(wc -l <"$report") lines): the private report for KEDA's maintainers (cncf-keda-maintainers@lists.cncf.io, as KEDA's SECURITY.md asks); not for the pull request"
 		done_step
 	fi
 fi

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -175,6 +176,55 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 		}
 		if !slices.Contains(listed, "pkg/scalers/"+name) {
 			t.Errorf("pkg/scalers/%s is named like the scaler's in-tree files but is not copied; KEDA's tree has only azure_cosmosdb_scaler.go and its test", name)
+		}
+	}
+}
+
+// hack/pr/endpoint-rule.diff is the endpoint rule, commit 2 of the pull
+// request's series: make intree-patch reverses it on the copied files for
+// commit 1 and applies it again for commit 2. It must still apply in reverse
+// to the working tree, so it cannot rot unnoticed when the rule or the lines
+// around it change, and it may only touch files that go in-tree under pkg/.
+func TestEndpointRuleDiffAppliesInReverse(t *testing.T) {
+	const diff = "hack/pr/endpoint-rule.diff"
+	if strings.TrimSpace(readRepoFile(t, diff)) == "" {
+		t.Fatalf("%s is empty", diff)
+	}
+	cmd := exec.Command("git", "apply", "-R", "--check", diff)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply -R --check %s: %v\n%s\nthe diff is out of date: regenerate it as the header of hack/intree.sh says", diff, err, out)
+	}
+	listed := inTreeFiles(t)
+	for _, line := range strings.Split(strings.TrimSpace(run(t, "git", "apply", "--numstat", diff)), "\n") {
+		fields := strings.Split(line, "\t")
+		if len(fields) != 3 {
+			t.Fatalf("git apply --numstat %s: unexpected line %q", diff, line)
+		}
+		if name := fields[2]; !strings.HasPrefix(name, "pkg/") || !slices.Contains(listed, name) {
+			t.Errorf("%s changes %s; it may only change files that go in-tree under pkg/", diff, name)
+		}
+	}
+}
+
+// The endpoint rule is a security fix, reported privately as KEDA's
+// SECURITY.md asks: the pull request's public text (its description and
+// commit messages) says that the rule is tightened and points to the
+// private report, and does not describe how the old rule could be abused.
+func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
+	public := []string{"hack/pr/PULL_REQUEST.md.tmpl", "hack/intree-commit-message.txt", "hack/intree-commit-message-endpoint.txt", "hack/intree-commit-message-e2e.txt"}
+	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|replay\w*|steal\w*|leak\w*|vulnerab\w*|malicious|CVE-\S*|GHSA\S*|advisory)\b`)
+	for _, name := range public {
+		text := readRepoFile(t, name)
+		for i, line := range strings.Split(text, "\n") {
+			if m := words.FindString(line); m != "" {
+				t.Errorf("%s:%d says %q: the public text only says that the endpoint rule is tightened", name, i+1, m)
+			}
+		}
+	}
+	for _, name := range []string{"hack/pr/PULL_REQUEST.md.tmpl", "hack/intree-commit-message-endpoint.txt"} {
+		if !strings.Contains(readRepoFile(t, name), "reported privately") {
+			t.Errorf("%s does not say that the details were reported privately", name)
 		}
 	}
 }
