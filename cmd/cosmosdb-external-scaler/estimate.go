@@ -6,14 +6,19 @@ package main
 // the scaler's API changes this file alone.
 
 import (
+	"context"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
-// cosmosScaler is the in-tree scaler, as KEDA holds it.
-type cosmosScaler = scalers.Scaler
+// cosmosScaler is the in-tree scaler: Estimate runs one poll as its
+// GetMetricsAndActivity does and returns it whole.
+type cosmosScaler interface {
+	Estimate(ctx context.Context) (triggerEstimate, error)
+	Close(ctx context.Context) error
+}
 
 // triggerInfo is a scaler's configuration as the command shows it:
 // MetricName (without KEDA's "s<index>-" prefix), Processor, Threshold,
@@ -35,7 +40,6 @@ type triggerEstimate struct {
 	Duration         time.Duration
 	Requests         int64
 	RequestCharge    float64
-	Err              error // the estimate failed; the figures above but Duration, Requests and RequestCharge are zero
 }
 
 func toTriggerEstimate(e scalers.AzureCosmosDBEstimate) triggerEstimate {
@@ -50,19 +54,25 @@ func toTriggerEstimate(e scalers.AzureCosmosDBEstimate) triggerEstimate {
 		Duration:         e.Duration,
 		Requests:         e.Requests,
 		RequestCharge:    e.RequestCharge,
-		Err:              e.Err,
 	}
 }
 
 // newCosmosScaler builds the scaler exactly as KEDA's constructor for type
-// azure-cosmosdb does, reporting each estimate to observe (if not nil)
-// before GetMetricsAndActivity returns.
-func newCosmosScaler(c *scalersconfig.ScalerConfig, observe func(triggerEstimate)) (cosmosScaler, triggerInfo, error) {
-	var o func(scalers.AzureCosmosDBEstimate)
-	if observe != nil {
-		o = func(e scalers.AzureCosmosDBEstimate) { observe(toTriggerEstimate(e)) }
+// azure-cosmosdb does.
+func newCosmosScaler(c *scalersconfig.ScalerConfig) (cosmosScaler, triggerInfo, error) {
+	s, err := scalers.NewInspectedAzureCosmosDBScaler(c)
+	if err != nil {
+		return nil, triggerInfo{}, err
 	}
-	return scalers.NewObservedAzureCosmosDBScaler(c, o)
+	return inTreeScaler{s}, s.Trigger, nil
+}
+
+// inTreeScaler gives the scaler's estimates in the command's terms.
+type inTreeScaler struct{ *scalers.AzureCosmosDBScaler }
+
+func (s inTreeScaler) Estimate(ctx context.Context) (triggerEstimate, error) {
+	e, err := s.AzureCosmosDBScaler.Estimate(ctx)
+	return toTriggerEstimate(e), err
 }
 
 // triggerParams are the scaler's trigger parameter names; secretParams

@@ -25,6 +25,7 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
@@ -109,8 +110,8 @@ func newFixtureWith(t *testing.T, serverCreds, clientCreds credentials.Transport
 			v, ok := f.env[name]
 			return v, ok
 		},
-		newScaler: func(c *scalersconfig.ScalerConfig, observe func(triggerEstimate)) (cosmosScaler, triggerInfo, error) {
-			s, trigger, err := newCosmosScaler(c, observe)
+		newScaler: func(c *scalersconfig.ScalerConfig) (cosmosScaler, triggerInfo, error) {
+			s, trigger, err := newCosmosScaler(c)
 			if err != nil {
 				return nil, trigger, err
 			}
@@ -222,13 +223,13 @@ func (f *fixture) inTreeMetric(md map[string]string) (int64, bool) {
 			triggerMetadata[k] = v
 		}
 	}
-	s, _, err := newCosmosScaler(&scalersconfig.ScalerConfig{
+	s, err := scalers.NewAzureCosmosDBScaler(&scalersconfig.ScalerConfig{
 		TriggerMetadata:   triggerMetadata,
 		AuthParams:        map[string]string{"connection": f.cosmos.ConnectionString()},
 		ResolvedEnv:       map[string]string{},
 		GlobalHTTPTimeout: 5 * time.Second,
 		TriggerType:       "azure-cosmosdb",
-	}, nil)
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -34,11 +34,10 @@ type instance struct {
 	metrics    *serverMetrics
 
 	// sem serialises estimates, so concurrent calls for one ScaledObject
-	// wait for one estimate instead of each making their own; last and
-	// observed are guarded by it.
-	sem      chan struct{}
-	last     *estimate
-	observed *triggerEstimate // what the scaler reported for the estimate in progress
+	// wait for one estimate instead of each making their own; last is
+	// guarded by it.
+	sem  chan struct{}
+	last *estimate
 
 	// Guarded by registry.mu.
 	refs     int
@@ -74,24 +73,14 @@ func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (e
 	if maxAge > 0 && in.last != nil && time.Since(in.last.at) < maxAge {
 		return *in.last, nil
 	}
-	in.observed = nil
-	if _, _, err := in.scaler.GetMetricsAndActivity(ctx, in.metricName); err != nil {
+	e, err := in.scaler.Estimate(ctx)
+	in.metrics.observeEstimate(e.Duration, e.Requests, e.RequestCharge, err)
+	in.metrics.observeTrigger(in, e, err)
+	if err != nil {
 		return estimate{}, err
-	}
-	e := in.observed
-	if e == nil {
-		return estimate{}, errors.New("the scaler reported no estimate")
 	}
 	in.last = &estimate{value: e.Metric, valueFloat: float64(e.Metric), active: e.Active, at: time.Now()}
 	return *in.last, nil
-}
-
-// observe receives the scaler's estimate and counts it in the metrics,
-// failed ones included; it runs inside GetMetricsAndActivity, so under sem.
-func (in *instance) observe(e triggerEstimate) {
-	in.observed = &e
-	in.metrics.observeEstimate(e.Duration, e.Requests, e.RequestCharge, e.Err)
-	in.metrics.observeTrigger(in, e)
 }
 
 // labels name the instance's trigger in the per-trigger series.
@@ -323,7 +312,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	secrets := &redact.Secrets{}
 	secrets.Add(tc.secrets...)
 	in := &instance{key: key, secrets: secrets, metrics: o.metrics, sem: make(chan struct{}, 1), closed: make(chan struct{})}
-	sc, trigger, err := o.newScaler(tc.scaler, in.observe)
+	sc, trigger, err := o.newScaler(tc.scaler)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, secrets.Redact(err.Error()))
 	}

@@ -141,10 +141,10 @@ func (m *serverMetrics) observeEstimate(duration time.Duration, requests int64, 
 	m.requestCharge.Add(requestCharge)
 }
 
-// observeTrigger sets the trigger's series from an estimate of in. The
-// series show the instance that estimated last, so an edited ScaledObject's
-// new scaler takes them over from the old one.
-func (m *serverMetrics) observeTrigger(in *instance, e triggerEstimate) {
+// observeTrigger sets the trigger's series from an estimate of in, or its
+// failure err. The series show the instance that estimated last, so an
+// edited ScaledObject's new scaler takes them over from the old one.
+func (m *serverMetrics) observeTrigger(in *instance, e triggerEstimate, err error) {
 	if m == nil {
 		return
 	}
@@ -159,7 +159,7 @@ func (m *serverMetrics) observeTrigger(in *instance, e triggerEstimate) {
 	g := m.trigger
 	g.duration.WithLabelValues(values...).Set(e.Duration.Seconds())
 	g.timestamp.WithLabelValues(values...).Set(float64(time.Now().UnixNano()) / 1e9)
-	if e.Err != nil {
+	if err != nil {
 		g.success.WithLabelValues(values...).Set(0)
 		return
 	}

@@ -33,7 +33,7 @@ type serverOptions struct {
 
 	// Seams for tests; main uses os.LookupEnv and the in-tree constructor.
 	lookupEnv func(string) (string, bool)
-	newScaler func(*scalersconfig.ScalerConfig, func(triggerEstimate)) (cosmosScaler, triggerInfo, error)
+	newScaler func(*scalersconfig.ScalerConfig) (cosmosScaler, triggerInfo, error)
 }
 
 // server implements KEDA's externalscaler.ExternalScaler on top of the

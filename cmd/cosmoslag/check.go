@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -139,10 +138,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return bad("the trigger is invalid: %s", setup.secrets.Redact(err.Error()))
 	}
 	defer scaler.Close(context.Background())
-	if err := scaler.estimateOnce(ctx, report.MetricName, o.timeout); err != nil {
+	estimate, err := estimateOnce(ctx, scaler, o.timeout)
+	if err != nil {
 		return reportEstimateFailure(stdout, stderr, o.output, report, setup.secrets.Redact(err.Error()))
 	}
-	completeReport(ctx, setup, report, scaler, o.current, o.timeout, stderr)
+	completeReport(ctx, setup, report, estimate, o.current, o.timeout, stderr)
 	return writeCheckReport(stdout, stderr, o.output, report)
 }
 
@@ -206,40 +206,25 @@ func newCheckReport(setup *triggerSetup, sample bool) *checkReport {
 	}
 }
 
-// checkScaler is the trigger's scaler, observed: estimate is the last
-// estimate it made.
-type checkScaler struct {
-	scalers.Scaler
-	trigger  scalers.AzureCosmosDBTrigger
-	estimate *scalers.AzureCosmosDBEstimate
-}
-
 // newCheckScaler builds the trigger's scaler and fills the report's metric
 // name and thresholds from it.
-func newCheckScaler(ctx context.Context, setup *triggerSetup, report *checkReport) (*checkScaler, error) {
-	s := &checkScaler{}
-	scaler, trigger, err := scalers.NewObservedAzureCosmosDBScaler(setup.config, func(e scalers.AzureCosmosDBEstimate) { s.estimate = &e })
+func newCheckScaler(ctx context.Context, setup *triggerSetup, report *checkReport) (*scalers.AzureCosmosDBScaler, error) {
+	scaler, err := scalers.NewInspectedAzureCosmosDBScaler(setup.config)
 	if err != nil {
 		return nil, err
 	}
-	s.Scaler, s.trigger = scaler, trigger
 	if specs := scaler.GetMetricSpecForScaling(ctx); len(specs) > 0 && specs[0].External != nil {
 		report.MetricName = specs[0].External.Metric.Name
 	}
-	report.Threshold, report.Activation = trigger.Threshold, trigger.Activation
-	return s, nil
+	report.Threshold, report.Activation = scaler.Trigger.Threshold, scaler.Trigger.Activation
+	return scaler, nil
 }
 
-// estimateOnce runs one estimate through GetMetricsAndActivity, as KEDA
-// does, within timeout.
-func (s *checkScaler) estimateOnce(ctx context.Context, metricName string, timeout time.Duration) error {
+// estimateOnce runs one estimate, as KEDA's poll does, within timeout.
+func estimateOnce(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, timeout time.Duration) (scalers.AzureCosmosDBEstimate, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, _, err := s.GetMetricsAndActivity(ctx, metricName)
-	if err == nil && s.estimate == nil {
-		err = errors.New("internal: the scaler reported no estimate")
-	}
-	return err
+	return scaler.Estimate(ctx)
 }
 
 // reportEstimateFailure prints a failed estimate (msg, redacted): the JSON
@@ -260,15 +245,15 @@ func reportEstimateFailure(stdout, stderr io.Writer, output string, report *chec
 // the lease rows and totals, the wake-from-zero warning, what the
 // diagnosis reads (within timeout) and the HPA's decision from current
 // replicas.
-func completeReport(ctx context.Context, setup *triggerSetup, report *checkReport, scaler *checkScaler, current int, timeout time.Duration, stderr io.Writer) {
-	report.fill(*scaler.estimate, checkNow())
+func completeReport(ctx context.Context, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
+	report.fill(estimate, checkNow())
 	if w := wakeFromZeroWarning(setup, report); w != "" {
 		report.Warnings = append(report.Warnings, w)
 	}
 	diagnoseCtx, cancel := context.WithTimeout(ctx, timeout)
-	diagnose(diagnoseCtx, setup, report, scaler.estimate, stderr)
+	diagnose(diagnoseCtx, setup, report, &estimate, stderr)
 	cancel()
-	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: scaler.trigger.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
+	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: estimate.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
 	plan := hpa.settle(int32(min(current, 1<<30)), report.Metric, report.Active)
 	report.Replicas = &plan
 }

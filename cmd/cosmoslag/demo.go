@@ -178,8 +178,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 	}
 	defer w.close()
 
-	var last *scalers.AzureCosmosDBEstimate
-	scaler, _, err := scalers.NewObservedAzureCosmosDBScaler(demoScalerConfig(o, w.srv.ConnectionString()), func(e scalers.AzureCosmosDBEstimate) { last = &e })
+	scaler, err := scalers.NewInspectedAzureCosmosDBScaler(demoScalerConfig(o, w.srv.ConnectionString()))
 	if err != nil {
 		return nil, fmt.Errorf("creating the scaler: %w", err)
 	}
@@ -203,8 +202,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 			break
 		}
 		at := time.Duration(k) * o.sim.Interval
-		last = nil
-		p := pollScaler(ctx, scaler, metricName, &last)
+		p := pollScaler(ctx, scaler)
 		p.At, p.Events = at, append(events, p.Events...)
 		model.decide(&p)
 		polls = append(polls, p)
@@ -283,24 +281,15 @@ func (s *demoScaling) decide(p *demoPoll) {
 	p.Replicas = s.replicas
 }
 
-// pollScaler polls the scaler once as KEDA does and shows the estimate
-// the scaler reported for it (through *last).
-func pollScaler(ctx context.Context, s scalers.Scaler, metricName string, last **scalers.AzureCosmosDBEstimate) demoPoll {
+// pollScaler polls the scaler once as KEDA does and shows its estimate.
+func pollScaler(ctx context.Context, s *scalers.AzureCosmosDBScaler) demoPoll {
 	var p demoPoll
 	pollCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	_, _, err := s.GetMetricsAndActivity(pollCtx, metricName)
+	e, err := s.Estimate(pollCtx)
 	cancel()
-	e := *last
-	if e == nil {
-		p.Err = errors.New("the scaler reported no estimate")
-		if err != nil {
-			p.Err = err
-		}
-		return p
-	}
 	p.Requests, p.RequestCharge = e.Requests, e.RequestCharge
-	if e.Err != nil {
-		p.Err = e.Err
+	if err != nil {
+		p.Err = err
 		return p
 	}
 	p.TotalLag, p.ActivePartitions, p.Metric, p.Active = e.TotalLag, e.ActivePartitions, e.Metric, e.Active

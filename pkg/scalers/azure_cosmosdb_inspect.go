@@ -2,9 +2,9 @@ package scalers
 
 // This file is NOT part of the in-tree drop-in. It is what this repository's
 // commands (cmd/cosmoslag, cmd/cosmosdb-external-scaler) know of the
-// azure-cosmosdb scaler: each estimate as the scaler made it (through the
-// same estimate method GetMetricsAndActivity uses), its parameters as its
-// `keda:` tags declare them, and the warnings its configuration draws.
+// azure-cosmosdb scaler: each estimate whole (Estimate makes it as
+// GetMetricsAndActivity does), its parameters as its `keda:` tags declare
+// them, and the warnings its configuration draws.
 // What the commands keep from printing (credentials) is internal/redact's.
 
 import (
@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"k8s.io/metrics/pkg/apis/external_metrics"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
@@ -32,61 +30,53 @@ type AzureCosmosDBTrigger struct {
 }
 
 // AzureCosmosDBEstimate is one estimate as the scaler's estimator made it:
-// the per-lease estimate, the summary the scaler returns to KEDA for it and
-// the thresholds it applied.
+// the per-lease estimate, the summary the scaler returns to KEDA for it, the
+// thresholds it applied and how long it took.
 type AzureCosmosDBEstimate struct {
 	azure.CosmosDBLagEstimate
 	azure.CosmosDBLagSummary
 	Threshold, Activation int64
 	Duration              time.Duration
-	// Err is the error the scaler returns; then the summary is zero and
-	// the estimate holds only the requests and request charge.
-	Err error
 }
 
-// observedAzureCosmosDBScaler is the scaler, with every estimate also
-// handed to observe before GetMetricsAndActivity returns.
-type observedAzureCosmosDBScaler struct {
+// AzureCosmosDBScaler is the azure-cosmosdb scaler as the commands hold it:
+// KEDA's Scaler, its configuration, and Estimate.
+type AzureCosmosDBScaler struct {
 	*azureCosmosDBScaler
-	trigger AzureCosmosDBTrigger
-	observe func(AzureCosmosDBEstimate)
+	Trigger AzureCosmosDBTrigger
 }
 
-// GetMetricsAndActivity returns and logs what the scaler's own would: the
-// summary's metric and activity, or its error.
-func (o observedAzureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
-	start := time.Now()
-	e := AzureCosmosDBEstimate{Threshold: o.trigger.Threshold, Activation: o.trigger.Activation}
-	e.CosmosDBLagEstimate, e.Err = o.estimator.Estimate(ctx)
-	e.Duration = time.Since(start)
-	if e.Err != nil {
-		e.Err = fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", o.trigger.Processor, e.Err)
-	} else {
-		e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
-		o.logEstimate(e.CosmosDBLagEstimate, e.CosmosDBLagSummary, e.Duration)
-	}
-	o.observe(e)
-	if e.Err != nil {
-		return []external_metrics.ExternalMetricValue{}, false, e.Err
-	}
-	return []external_metrics.ExternalMetricValue{GenerateMetricInMili(metricName, float64(e.Metric))}, e.Active, nil
-}
-
-// NewObservedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler
-// does; when observe is not nil, it is called with every estimate.
-func NewObservedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, observe func(AzureCosmosDBEstimate)) (Scaler, AzureCosmosDBTrigger, error) {
+// NewInspectedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler does.
+func NewInspectedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (*AzureCosmosDBScaler, error) {
 	s, err := NewAzureCosmosDBScaler(config)
 	if err != nil {
-		return nil, AzureCosmosDBTrigger{}, err
+		return nil, err
 	}
-	cosmos := s.(*azureCosmosDBScaler)
+	cosmos, ok := s.(*azureCosmosDBScaler)
+	if !ok {
+		return nil, fmt.Errorf("azure-cosmosdb: unexpected scaler type %T", s)
+	}
 	m := cosmos.metadata
-	trigger := AzureCosmosDBTrigger{MetricName: cosmos.metricName(), Processor: m.ProcessorName,
-		Threshold: m.ChangeFeedLagThreshold, Activation: m.ActivationChangeFeedLagThreshold}
-	if observe == nil {
-		return cosmos, trigger, nil
+	return &AzureCosmosDBScaler{azureCosmosDBScaler: cosmos, Trigger: AzureCosmosDBTrigger{MetricName: cosmos.metricName(),
+		Processor: m.ProcessorName, Threshold: m.ChangeFeedLagThreshold, Activation: m.ActivationChangeFeedLagThreshold}}, nil
+}
+
+// Estimate runs one poll as GetMetricsAndActivity does (the same estimator,
+// summary and log lines) and returns it whole: GetMetricsAndActivity would
+// return Metric and Active, or the error. On error the estimate holds what
+// the requests cost and how long they took.
+func (s *AzureCosmosDBScaler) Estimate(ctx context.Context) (AzureCosmosDBEstimate, error) {
+	start := time.Now()
+	e := AzureCosmosDBEstimate{Threshold: s.Trigger.Threshold, Activation: s.Trigger.Activation}
+	var err error
+	e.CosmosDBLagEstimate, err = s.estimator.Estimate(ctx)
+	e.Duration = time.Since(start)
+	if err != nil {
+		return e, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.Trigger.Processor, err)
 	}
-	return observedAzureCosmosDBScaler{azureCosmosDBScaler: cosmos, trigger: trigger, observe: observe}, trigger, nil
+	e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
+	s.logEstimate(e.CosmosDBLagEstimate, e.CosmosDBLagSummary, e.Duration)
+	return e, nil
 }
 
 // AzureCosmosDBParameter is one trigger parameter, read from the scaler's

@@ -1,5 +1,5 @@
 // Package emulator holds the azure-cosmosdb scaler's deep tests: the scaler
-// built with scalers.NewAzureCosmosDBScaler (or NewObservedAzureCosmosDBScaler
+// built with scalers.NewAzureCosmosDBScaler (or NewInspectedAzureCosmosDBScaler
 // for per-lease figures) polling the embedded Cosmos DB server
 // (pkg/cosmostest), a test Entra ID issuer for bearer tokens, and the
 // support code of package azure driven through its exported names with a

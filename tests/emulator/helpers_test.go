@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/metrics/pkg/apis/external_metrics"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
@@ -110,16 +112,40 @@ func newScaler(t *testing.T, config *scalersconfig.ScalerConfig) scalers.Scaler 
 	return s
 }
 
-// newObservedScaler is newScaler that also returns every estimate it made.
-func newObservedScaler(t *testing.T, config *scalersconfig.ScalerConfig) (scalers.Scaler, func() []scalers.AzureCosmosDBEstimate) {
-	t.Helper()
-	var seen []scalers.AzureCosmosDBEstimate
-	s, _, err := scalers.NewObservedAzureCosmosDBScaler(config, func(e scalers.AzureCosmosDBEstimate) { seen = append(seen, e) })
+// observedEstimate is one estimate of an observed scaler and the error its
+// poll returned.
+type observedEstimate struct {
+	scalers.AzureCosmosDBEstimate
+	Err error
+}
+
+// observedScaler is the scaler as KEDA polls it, keeping every estimate:
+// its GetMetricsAndActivity returns what the scaler's own would, from
+// Estimate.
+type observedScaler struct {
+	*scalers.AzureCosmosDBScaler
+	seen *[]observedEstimate
+}
+
+func (o observedScaler) GetMetricsAndActivity(ctx context.Context, metricName string) ([]external_metrics.ExternalMetricValue, bool, error) {
+	e, err := o.Estimate(ctx)
+	*o.seen = append(*o.seen, observedEstimate{e, err})
 	if err != nil {
-		t.Fatalf("NewObservedAzureCosmosDBScaler: %v", err)
+		return nil, false, err
+	}
+	return []external_metrics.ExternalMetricValue{{MetricName: metricName, Value: *resource.NewQuantity(e.Metric, resource.DecimalSI)}}, e.Active, nil
+}
+
+// newObservedScaler is newScaler that also returns every estimate it made.
+func newObservedScaler(t *testing.T, config *scalersconfig.ScalerConfig) (scalers.Scaler, func() []observedEstimate) {
+	t.Helper()
+	var seen []observedEstimate
+	s, err := scalers.NewInspectedAzureCosmosDBScaler(config)
+	if err != nil {
+		t.Fatalf("NewInspectedAzureCosmosDBScaler: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s, func() []scalers.AzureCosmosDBEstimate { return seen }
+	return observedScaler{s, &seen}, func() []observedEstimate { return seen }
 }
 
 // poll returns the metric value (as an integer) and activity of one poll.

@@ -2,8 +2,9 @@ package emulator
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
-// The observer sees every estimate exactly as the scaler made it: the same
-// metric and activity it returned to KEDA, the per-lease detail behind them
-// and the requests the poll cost.
-func TestObservedScalerReportsEachEstimate(t *testing.T) {
+// Estimate returns each estimate exactly as the scaler makes it: the same
+// metric and activity it returns to KEDA, the per-lease detail behind them
+// and the requests the poll cost, also when the poll fails.
+func TestInspectedScalerEstimatesAsTheScalerDoes(t *testing.T) {
 	srv := cosmostest.NewServer()
 	var closeOnce sync.Once
 	closeServer := func() { closeOnce.Do(srv.Close) }
@@ -29,12 +30,12 @@ func TestObservedScalerReportsEachEstimate(t *testing.T) {
 	}
 	config := scalerConfig(metadata, keyAuth(srv))
 	config.TriggerIndex = 2
-	var seen []scalers.AzureCosmosDBEstimate
-	s, trigger, err := scalers.NewObservedAzureCosmosDBScaler(config, func(e scalers.AzureCosmosDBEstimate) { seen = append(seen, e) })
+	s, err := scalers.NewInspectedAzureCosmosDBScaler(config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	trigger := s.Trigger
 
 	spec := s.GetMetricSpecForScaling(context.Background())[0]
 	if want := "s2-" + trigger.MetricName; spec.External.Metric.Name != want {
@@ -44,26 +45,28 @@ func TestObservedScalerReportsEachEstimate(t *testing.T) {
 		t.Errorf("trigger %+v, metric target %d", trigger, metricTarget(spec))
 	}
 
+	// Nothing changes between the two polls: Estimate returns what the
+	// scaler's own GetMetricsAndActivity returns.
 	metric, active := poll(t, s)
-	if len(seen) != 1 {
-		t.Fatalf("%d estimates observed, want 1", len(seen))
-	}
-	e := seen[0]
-	if e.Err != nil || e.Metric != metric || e.Active != active || e.Threshold != 25 || e.Activation != 5 {
-		t.Errorf("observed %+v; the scaler returned metric %d, active %v", e, metric, active)
+	e, err := s.Estimate(context.Background())
+	if err != nil || e.Metric != metric || e.Active != active || e.Threshold != 25 || e.Activation != 5 {
+		t.Errorf("estimate %+v (%v); the scaler returned metric %d, active %v", e, err, metric, active)
 	}
 	var total int64
 	for _, l := range e.Leases {
 		total += l.Lag
 	}
 	if len(e.Leases) != 3 || total != e.TotalLag || e.TotalLag != 120 || e.ActivePartitions != 3 || e.Requests == 0 {
-		t.Errorf("observed %d leases, lags summing to %d, summary %+v, %d requests", len(e.Leases), total, e.CosmosDBLagSummary, e.Requests)
+		t.Errorf("estimate of %d leases, lags summing to %d, summary %+v, %d requests", len(e.Leases), total, e.CosmosDBLagSummary, e.Requests)
 	}
 
-	closeServer() // the next poll fails: the observer gets the error the scaler returned
-	err = pollError(t, s)
-	if len(seen) != 2 || !errors.Is(seen[1].Err, err) || seen[1].Metric != 0 || seen[1].Active {
-		t.Errorf("after a failed poll (%v) observed %+v", err, seen[1:])
+	closeServer() // both fail alike, and the failed estimate still says what it cost
+	pollErr := pollError(t, s)
+	e, err = s.Estimate(context.Background())
+	// The same error but for the time its tries took.
+	before := func(err error) string { head, _, _ := strings.Cut(fmt.Sprint(err), "(tries:"); return head }
+	if err == nil || before(err) != before(pollErr) || e.Metric != 0 || e.Active || e.Requests != 4 {
+		t.Errorf("after a failed poll (%v) estimate %+v, %v", pollErr, e, err)
 	}
 }
 

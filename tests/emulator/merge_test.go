@@ -58,7 +58,7 @@ func leaseLags(e scalers.AzureCosmosDBEstimate) string {
 	return strings.Join(parts, " ")
 }
 
-func lastEstimate(t *testing.T, seen func() []scalers.AzureCosmosDBEstimate) scalers.AzureCosmosDBEstimate {
+func lastEstimate(t *testing.T, seen func() []observedEstimate) scalers.AzureCosmosDBEstimate {
 	t.Helper()
 	all := seen()
 	if len(all) == 0 {
@@ -68,7 +68,7 @@ func lastEstimate(t *testing.T, seen func() []scalers.AzureCosmosDBEstimate) sca
 	if e.Err != nil {
 		t.Fatalf("estimate error: %v", e.Err)
 	}
-	return e
+	return e.AzureCosmosDBEstimate
 }
 
 // replaceMergedV0Lease does what the .NET v3 processor does when a
