@@ -112,13 +112,13 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 	var cost CosmosDBCost
 	start := time.Now()
 	for {
-		resp, body, err := c.try(ctx, r)
+		resp, err := c.try(ctx, r)
 		cost.Requests++
 		if resp != nil {
-			charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+			charge, _ := strconv.ParseFloat(resp.header.Get("X-Ms-Request-Charge"), 64)
 			cost.RequestCharge += max(charge, 0)
 		}
-		if err == nil && len(body) > cosmosDBMaxResponseBytes {
+		if err == nil && len(resp.body) > cosmosDBMaxResponseBytes {
 			return cosmosDBResponse{}, cost, fmt.Errorf("%s: response larger than %d bytes", r.operation, cosmosDBMaxResponseBytes)
 		}
 		delay, retry := cosmosDBRetryAfter(ctx, resp, err, cost.Requests)
@@ -133,10 +133,10 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 		switch {
 		case err != nil:
 			return cosmosDBResponse{}, cost, fmt.Errorf("%s at %s (tries: %d in %s): %w", r.operation, c.endpoint.Host, cost.Requests, time.Since(start).Round(time.Millisecond), err)
-		case !slices.Contains(r.ok, resp.StatusCode):
-			return cosmosDBResponse{}, cost, newCosmosDBResponseError(r.operation, resp, body)
+		case !slices.Contains(r.ok, resp.status):
+			return cosmosDBResponse{}, cost, newCosmosDBResponseError(r.operation, resp)
 		}
-		return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, cost, nil
+		return *resp, cost, nil
 	}
 }
 
@@ -162,11 +162,12 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 	}
 }
 
-// try sends r once and reads the body, at most one byte past the cap.
-func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*http.Response, []byte, error) {
+// try sends r once and reads the body, at most one byte past the cap. The
+// response is nil when none came.
+func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*cosmosDBResponse, error) {
 	req, err := runtime.NewRequest(ctx, r.method, r.url)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	h := r.header // made for this request by its caller; a retry sets the same names again
 	if h == nil {
@@ -182,30 +183,30 @@ func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*http.Resp
 	h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = []string{"1"}
 	if r.query != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(r.query)), "application/query+json"); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	runtime.SkipBodyDownload(req) // read below, bounded
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	// Sized by the announced length (a hint only): one allocation for most bodies.
 	body := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
 	_, err = body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
-	return resp, body.Bytes(), err
+	return &cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body.Bytes()}, err
 }
 
 // cosmosDBRetryAfter says whether a try is retried, and after how long: a
 // transport or body read failure, or a status of cosmosDBRetryStatus, unless
 // the poll is over or the service asks for a longer wait than we allow.
-func cosmosDBRetryAfter(ctx context.Context, resp *http.Response, err error, tries int64) (time.Duration, bool) {
-	if ctx.Err() != nil || (err == nil && !slices.Contains(cosmosDBRetryStatus, resp.StatusCode)) {
+func cosmosDBRetryAfter(ctx context.Context, resp *cosmosDBResponse, err error, tries int64) (time.Duration, bool) {
+	if ctx.Err() != nil || (err == nil && !slices.Contains(cosmosDBRetryStatus, resp.status)) {
 		return 0, false
 	}
 	if resp != nil {
-		if ms, perr := strconv.ParseInt(resp.Header.Get("X-Ms-Retry-After-Ms"), 10, 64); perr == nil && ms >= 0 {
+		if ms, perr := strconv.ParseInt(resp.header.Get("X-Ms-Retry-After-Ms"), 10, 64); perr == nil && ms >= 0 {
 			wait := time.Duration(ms) * time.Millisecond
 			return wait, wait <= cosmosDBMaxRetryDelay
 		}
@@ -256,15 +257,15 @@ type cosmosDBResponseError struct {
 
 func (e *cosmosDBResponseError) Error() string { return e.message }
 
-func newCosmosDBResponseError(operation string, resp *http.Response, body []byte) *cosmosDBResponseError {
-	e := &cosmosDBResponseError{status: resp.StatusCode}
-	e.subStatus, _ = strconv.Atoi(resp.Header.Get("X-Ms-Substatus"))
+func newCosmosDBResponseError(operation string, resp *cosmosDBResponse) *cosmosDBResponseError {
+	e := &cosmosDBResponseError{status: resp.status}
+	e.subStatus, _ = strconv.Atoi(resp.header.Get("X-Ms-Substatus"))
 	e.message = fmt.Sprintf("%s: HTTP %d", operation, e.status)
 	if e.subStatus != 0 {
 		e.message += fmt.Sprintf(" substatus %d", e.subStatus)
 	}
 	var payload struct{ Code, Message string }
-	if json.Unmarshal(body[:min(len(body), 4096)], &payload) == nil && payload.Code != "" {
+	if json.Unmarshal(resp.body[:min(len(resp.body), 4096)], &payload) == nil && payload.Code != "" {
 		e.message += " " + cosmosDBExcerpt(payload.Code)
 	}
 	if e.status == http.StatusTooManyRequests {
@@ -273,7 +274,7 @@ func newCosmosDBResponseError(operation string, resp *http.Response, body []byte
 	if first, _, _ := strings.Cut(payload.Message, "\n"); first != "" { // diagnostics follow
 		e.message += ": " + cosmosDBExcerpt(strings.TrimRight(first, "\r"))
 	}
-	if id := resp.Header.Get("X-Ms-Activity-Id"); id != "" {
+	if id := resp.header.Get("X-Ms-Activity-Id"); id != "" {
 		e.message += " (activity " + cosmosDBExcerpt(id) + ")"
 	}
 	return e
