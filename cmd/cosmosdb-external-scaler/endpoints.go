@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 )
 
 // defaultAllowedEndpoints are the known clouds' Cosmos DB domains (Cosmos DB
@@ -27,7 +29,7 @@ func parseEndpointAllowList(list string, explicit bool) (endpointAllowList, erro
 	for p := range strings.SplitSeq(list, ",") {
 		p = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(p)), ".")
 		if bare := strings.TrimPrefix(p, "*."); bare == "" || strings.ContainsAny(bare, "*/@ ") {
-			return endpointAllowList{}, fmt.Errorf("--allowed-endpoints: %q is not a host name or a *.suffix pattern", excerpt(p))
+			return endpointAllowList{}, fmt.Errorf("--allowed-endpoints: %q is not a host name or a *.suffix pattern", excerpt.Of(p))
 		}
 		a.patterns = append(a.patterns, p)
 	}
@@ -67,7 +69,7 @@ func (a endpointAllowList) check(metadata map[string]string) error {
 			continue // the scaler reports the malformed endpoint itself
 		}
 		if !a.allows(u.Hostname()) {
-			return fmt.Errorf("%s: host %q is not in this external scaler's --allowed-endpoints (%s)", param, excerpt(u.Hostname()), strings.Join(a.patterns, ","))
+			return fmt.Errorf("%s: host %q is not in this external scaler's --allowed-endpoints (%s)", param, excerpt.Of(u.Hostname()), strings.Join(a.patterns, ","))
 		}
 	}
 	return nil

@@ -34,6 +34,7 @@ import (
 
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
 )
 
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, setupLogg
 		return exitBadArgs
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", excerpt(fs.Arg(0)))
+		fmt.Fprintf(stderr, "cosmosdb-external-scaler: unexpected argument %q\n", excerpt.Of(fs.Arg(0)))
 		return exitBadArgs
 	}
 	if c.version {
@@ -206,7 +207,7 @@ func (h verbosityAsDebug) WithGroup(name string) slog.Handler {
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", excerpt(level))
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", excerpt.Of(level))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch strings.ToLower(format) {
@@ -215,7 +216,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: use json or text", excerpt(format))
+	return nil, fmt.Errorf("--log-format %q: use json or text", excerpt.Of(format))
 }
 
 // serve listens, serves until ctx is done, then shuts down gracefully.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
@@ -187,7 +188,7 @@ func podIdentityFrom(md map[string]string) (kedav1alpha1.AuthPodIdentity, error)
 	case string(kedav1alpha1.PodIdentityProviderAzureWorkload):
 		id.Provider = kedav1alpha1.PodIdentityProviderAzureWorkload
 	default:
-		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, excerpt(p))
+		return id, status.Errorf(codes.InvalidArgument, "%s %q is not supported: use azure-workload (the external scaler's own workload identity) or none", paramPodIdentityProvider, excerpt.Of(p))
 	}
 	if v := md[paramPodIdentityID]; v != "" {
 		id.IdentityID = &v

@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
@@ -178,7 +179,7 @@ func (s *server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	}
 	defer release()
 	if req.MetricName != in.metricName {
-		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", excerpt(req.MetricName), excerpt(in.metricName))
+		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", excerpt.Of(req.MetricName), excerpt.Of(in.metricName))
 	}
 	e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
 	if err != nil {
@@ -263,7 +264,7 @@ func (s *server) logStream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 func (s *server) logCall(ctx context.Context, method string, ref *pb.ScaledObjectRef, start time.Time, err error, unary bool) {
 	code, duration := status.Code(err), time.Since(start)
 	s.metrics.observeCall(method, code, duration, unary)
-	attrs := []any{"method", method, "namespace", excerpt(ref.GetNamespace()), "name", excerpt(ref.GetName()),
+	attrs := []any{"method", method, "namespace", excerpt.Of(ref.GetNamespace()), "name", excerpt.Of(ref.GetName()),
 		"code", code.String(), "duration", duration.Round(time.Microsecond).String()}
 	switch code {
 	case codes.OK, codes.Canceled:

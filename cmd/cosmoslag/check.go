@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -154,7 +155,7 @@ func (o *checkOptions) problem() string {
 	case o.file == "":
 		return "-f scaledobject.yaml is required (see --help)"
 	case o.output != "table" && o.output != "json":
-		return fmt.Sprintf("-o must be table or json, got %q", excerpt(o.output))
+		return fmt.Sprintf("-o must be table or json, got %q", excerpt.Of(o.output))
 	case o.current < 0:
 		return "--current-replicas must not be negative"
 	case o.timeout <= 0:
@@ -168,7 +169,7 @@ func (o *checkOptions) problem() string {
 func kedaHTTPTimeout() (time.Duration, error) {
 	timeoutMS, err := kedautil.ResolveOsEnvInt("KEDA_HTTP_DEFAULT_TIMEOUT", 3000)
 	if err != nil || timeoutMS <= 0 {
-		return 0, fmt.Errorf("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", excerpt(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
+		return 0, fmt.Errorf("KEDA_HTTP_DEFAULT_TIMEOUT must be a positive number of milliseconds, got %q", excerpt.Of(os.Getenv("KEDA_HTTP_DEFAULT_TIMEOUT")))
 	}
 	return time.Duration(timeoutMS) * time.Millisecond, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
@@ -150,11 +151,11 @@ func (a *diagnosisConnection) liveRanges(ctx context.Context, database, containe
 		}
 		raw, reply, err := a.send(ctx, http.MethodGet, "dbs/"+database+"/colls/"+container+"/pkranges", h, nil)
 		if err != nil {
-			return nil, fmt.Errorf("read partition key ranges of %s/%s: %w", excerpt(database), excerpt(container), err)
+			return nil, fmt.Errorf("read partition key ranges of %s/%s: %w", excerpt.Of(database), excerpt.Of(container), err)
 		}
 		var page struct{ PartitionKeyRanges []partitionKeyRange }
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("read partition key ranges of %s/%s: malformed response body", excerpt(database), excerpt(container))
+			return nil, fmt.Errorf("read partition key ranges of %s/%s: malformed response body", excerpt.Of(database), excerpt.Of(container))
 		}
 		all = append(all, page.PartitionKeyRanges...)
 		if continuation = reply.Get("X-Ms-Continuation"); continuation == "" {
@@ -201,11 +202,11 @@ func (a *diagnosisConnection) leaseDocuments(ctx context.Context, database, cont
 		}
 		raw, reply, err := a.send(ctx, http.MethodPost, "dbs/"+database+"/colls/"+container+"/docs", h, query)
 		if err != nil {
-			return nil, fmt.Errorf("query leases in %s/%s: %w", excerpt(database), excerpt(container), err)
+			return nil, fmt.Errorf("query leases in %s/%s: %w", excerpt.Of(database), excerpt.Of(container), err)
 		}
 		var page struct{ Documents []json.RawMessage }
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("query leases in %s/%s: malformed response body", excerpt(database), excerpt(container))
+			return nil, fmt.Errorf("query leases in %s/%s: malformed response body", excerpt.Of(database), excerpt.Of(container))
 		}
 		for _, d := range page.Documents {
 			var doc leaseDocument

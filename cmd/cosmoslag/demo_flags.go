@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 )
 
 // reportedValue wraps a flag's value so that a rejected argument is reported
@@ -32,7 +34,7 @@ func (v reportedValue) Set(s string) error {
 }
 
 func flagValueError(name string, value flag.Value, s string) error {
-	prefix := fmt.Sprintf("--%s %q", name, excerpt(s))
+	prefix := fmt.Sprintf("--%s %q", name, excerpt.Of(s))
 	var kind any
 	if g, ok := value.(flag.Getter); ok {
 		kind = g.Get()
@@ -81,7 +83,7 @@ func checkWritable(flagName, path string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("--%s %q: cannot write the file: %v", flagName, excerpt(path), err)
+		return fmt.Errorf("--%s %q: cannot write the file: %v", flagName, excerpt.Of(path), err)
 	}
 	f.Close()
 	if os.IsNotExist(statErr) {

@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 					return c.run(ctx, []string{"--help"}, stdout, stderr)
 				}
 			}
-			fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt(args[1]))
+			fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt.Of(args[1]))
 			usage(stderr)
 			return exitBadArgs
 		}
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt(args[0]))
+	fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt.Of(args[0]))
 	usage(stderr)
 	return exitBadArgs
 }
@@ -142,7 +143,7 @@ func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, 
 		return exitBadArgs, false
 	case fs.NArg() > 0:
 		// No subcommand takes positional arguments.
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), excerpt(fs.Arg(0)))
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), excerpt.Of(fs.Arg(0)))
 		return exitBadArgs, false
 	}
 	return exitOK, true

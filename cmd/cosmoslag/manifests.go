@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
@@ -120,7 +121,7 @@ func (m *manifests) addDocument(doc []byte, where, path string) error {
 		var sec corev1.Secret
 		if err := yaml.Unmarshal(doc, &sec); err != nil {
 			// The error may quote the document: name only the place.
-			return fmt.Errorf("%s: Secret %q: invalid (data values must be base64)", where, excerpt(sec.Name))
+			return fmt.Errorf("%s: Secret %q: invalid (data values must be base64)", where, excerpt.Of(sec.Name))
 		}
 		m.secrets = append(m.secrets, sec)
 		return nil

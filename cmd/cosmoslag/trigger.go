@@ -12,6 +12,7 @@ import (
 	v2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -221,7 +222,7 @@ func selectTrigger(target scalable, selector string) (int, error) {
 			}
 		}
 		return 0, fmt.Errorf("--trigger %q: %s %s has no azure-cosmosdb trigger with that index or name (azure-cosmosdb triggers: %s)",
-			excerpt(selector), target.kind, target.name, cmpOr(strings.Join(candidates, ", "), "none"))
+			excerpt.Of(selector), target.kind, target.name, cmpOr(strings.Join(candidates, ", "), "none"))
 	}
 	switch len(indexes) {
 	case 0:
@@ -325,7 +326,7 @@ func (s *triggerSetup) withoutAuth(kind, name, notFound string, overridden map[s
 			kind, name, notFound, strings.Join(given, ", ")))
 		return nil
 	}
-	return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt(name), notFound)
+	return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt.Of(name), notFound)
 }
 
 // noteUnreadSources notes each of the TriggerAuthentication's sources that

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -90,7 +91,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	switch {
 	case o.output != "table" && o.output != "json":
 		o.output = "table"
-		return bad("-o must be table or json, got %q", excerpt(fs.Lookup("o").Value.String()))
+		return bad("-o must be table or json, got %q", excerpt.Of(fs.Lookup("o").Value.String()))
 	case o.set.malformed > 0:
 		return bad("--set expects key=value; %d argument(s) had no key= (not shown: they may be secrets)", o.set.malformed)
 	case len(o.files) == 0:

@@ -1,4 +1,6 @@
-// Package excerpt is how both commands echo a user-supplied value.
+// Package excerpt is how this repository's commands and its embedded server
+// (pkg/cosmostest) echo a value they were given: bounded, so that no input
+// makes a message, an error body or a log line of it large.
 package excerpt
 
 import (

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 )
 
 // Request charges are plausible constants; nothing in the project depends on

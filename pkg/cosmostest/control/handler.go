@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
