@@ -37,7 +37,7 @@ type instance struct {
 	// wait for one estimate instead of each making their own; last is
 	// guarded by it.
 	sem  chan struct{}
-	last *estimate
+	last *served
 
 	// Guarded by registry.mu.
 	refs     int
@@ -51,23 +51,24 @@ type instance struct {
 	closed    chan struct{} // closed after the scaler's Close returned
 }
 
-// estimate is one result of the in-tree scaler.
-type estimate struct {
+// served is what the external scaler serves for one estimate: the metric
+// and the activity.
+type served struct {
 	value      int64   // the metric (capped lag), as an integer
 	valueFloat float64 // the same, as KEDA's float field
 	active     bool
 	at         time.Time
 }
 
-// estimateResult returns a result no older than maxAge (0: always a new
-// estimate). KEDA calls GetMetrics and then IsActive back to back on every
+// servedResult returns what was served for an estimate no older than maxAge
+// (0: always a new estimate). KEDA calls GetMetrics and then IsActive back to back on every
 // poll; with a small maxAge the second call reuses the first's estimate
 // rather than reading every lease again.
-func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (estimate, error) {
+func (in *instance) servedResult(ctx context.Context, maxAge time.Duration) (served, error) {
 	select {
 	case in.sem <- struct{}{}:
 	case <-ctx.Done():
-		return estimate{}, ctx.Err()
+		return served{}, ctx.Err()
 	}
 	defer func() { <-in.sem }()
 	if maxAge > 0 && in.last != nil && time.Since(in.last.at) < maxAge {
@@ -77,9 +78,9 @@ func (in *instance) estimateResult(ctx context.Context, maxAge time.Duration) (e
 	in.metrics.observeEstimate(e.Duration, e.Requests, e.RequestCharge, err)
 	in.metrics.observeTrigger(in, e, err)
 	if err != nil {
-		return estimate{}, err
+		return served{}, err
 	}
-	in.last = &estimate{value: e.Metric, valueFloat: float64(e.Metric), active: e.Active, at: time.Now()}
+	in.last = &served{value: e.Metric, valueFloat: float64(e.Metric), active: e.Active, at: time.Now()}
 	return *in.last, nil
 }
 

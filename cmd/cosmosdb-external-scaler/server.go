@@ -181,7 +181,7 @@ func (s *server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	if req.MetricName != in.metricName {
 		return nil, status.Errorf(codes.NotFound, "metric %q is not served for this trigger; GetMetricSpec returned %q", excerpt.Of(req.MetricName), excerpt.Of(in.metricName))
 	}
-	e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
+	e, err := in.servedResult(ctx, s.opts.resultMaxAge)
 	if err != nil {
 		return nil, estimateStatus(ctx, err, in.secrets)
 	}
@@ -199,7 +199,7 @@ func (s *server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsA
 		return nil, err
 	}
 	defer release()
-	e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
+	e, err := in.servedResult(ctx, s.opts.resultMaxAge)
 	if err != nil {
 		return nil, estimateStatus(ctx, err, in.secrets)
 	}
@@ -220,7 +220,7 @@ func (s *server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	ticker := time.NewTicker(s.opts.streamInterval)
 	defer ticker.Stop()
 	for {
-		e, err := in.estimateResult(ctx, s.opts.resultMaxAge)
+		e, err := in.servedResult(ctx, s.opts.resultMaxAge)
 		switch {
 		case ctx.Err() != nil:
 			return status.FromContextError(ctx.Err()).Err()
