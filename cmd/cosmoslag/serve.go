@@ -210,7 +210,7 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 		}
 	}
 	hs := &http.Server{
-		Handler:           control.NewHandler(srv.Account, logw),
+		Handler:           control.NewHandler(srv, logw),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(logw, "cosmoslag serve: control API: ", 0),
 	}

@@ -5,69 +5,46 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/fault"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/internal/gate"
 )
 
-// Account is the state of one Cosmos DB account (databases, containers,
-// items, faults, the request log) and the http.Handler that serves its REST
-// API (serve.go). A Server serves one over HTTP or HTTPS; all methods are safe for
-// concurrent use.
+// Account is the state of one Cosmos DB account: its databases, containers,
+// partition key ranges, items, LSNs and session token form. It knows nothing
+// of HTTP; a Handler serves it (handler.go) and a Server serves a Handler.
+// All methods are safe for concurrent use.
 type Account struct {
-	cfg      config
-	keyBytes []byte
-	endpoint string // URL GET / lists as the account's only location
-	host     string // endpoint host without the port
-
-	gate     *gate.Gate
-	inFlight handlerCount // running handlers, for tests
-
-	faults   fault.List[Fault]
-	lastAuth acceptedAuth  // guarded by its own lock
-	redacted redactionMemo // guarded by its own lock
+	host           string // endpoint host without the port, for lease ids
+	partitionMerge bool   // WithPartitionMerge
 
 	mu          sync.Mutex
 	dbs         map[string]*Database
 	dbOrder     []*Database
 	usedRIDs    map[string]bool
 	sessionForm SessionTokenForm
-	latency     time.Duration
-	requests    requestLog
 }
 
-func newAccount(cfg config, keyBytes []byte) *Account {
+func newAccount(host string, partitionMerge bool) *Account {
 	return &Account{
-		cfg:         cfg,
-		keyBytes:    keyBytes,
-		gate:        gate.New(),
-		dbs:         map[string]*Database{},
-		usedRIDs:    map[string]bool{},
-		sessionForm: SessionTokenVersioned,
+		host:           host,
+		partitionMerge: partitionMerge,
+		dbs:            map[string]*Database{},
+		usedRIDs:       map[string]bool{},
+		sessionForm:    SessionTokenVersioned,
 	}
 }
-
-// Key is the base64 primary key.
-func (a *Account) Key() string { return a.cfg.key }
 
 // Host is the host name of the endpoint without the port; change feed
 // processors write it into lease ids.
 func (a *Account) Host() string { return a.host }
+
+// PartitionMergeEnabled reports whether the account was started with
+// WithPartitionMerge.
+func (a *Account) PartitionMergeEnabled() bool { return a.partitionMerge }
 
 // SetSessionTokenForm selects the x-ms-session-token form of later responses.
 func (a *Account) SetSessionTokenForm(f SessionTokenForm) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sessionForm = f
-}
-
-// SetLatency adds d before every answer. A waiting request gives up when its
-// client goes away or the server closes.
-func (a *Account) SetLatency(d time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.latency = d
 }
 
 // Container returns the container with that database and container id (or
@@ -125,23 +102,4 @@ func (a *Account) newRIDLocked(prefix []byte, n int) string {
 		a.usedRIDs[rid] = true
 		return rid
 	}
-}
-
-// handlerCount counts running handlers. (A mutex rather than sync/atomic:
-// KEDA's linters ask for go.uber.org/atomic, which this module does not need.)
-type handlerCount struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *handlerCount) Add(delta int) {
-	c.mu.Lock()
-	c.n += delta
-	c.mu.Unlock()
-}
-
-func (c *handlerCount) Load() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
 }

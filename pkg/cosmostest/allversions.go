@@ -37,7 +37,7 @@ func isChangeFeedAIM(v string) bool {
 
 // allVersionsLocked serves an AVAD read of [lo, hi) of range pr (or of one
 // logical partition, onlyEPK), after the range headers have been checked.
-func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, lo, hi, onlyEPK string, pageSize int) *reply {
+func (h *Handler) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, lo, hi, onlyEPK string, pageSize int) *reply {
 	if v := headerValue(r.Header, hdrWireFormat); v != wireFormatCurrent {
 		return badRequest("an all versions and deletes change feed read needs %s: %s, got %q", hdrWireFormat, wireFormatCurrent, v)
 	}
@@ -48,7 +48,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 	case inm == "":
 		return badRequest("the all versions and deletes change feed cannot start from the beginning: start from now (If-None-Match: *) or from a continuation")
 	case inm == "*":
-		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr), pr.lsn)
+		return notModified(quotedLSN(pr.lsn), h.acct.sessionTokenLocked(pr), pr.lsn)
 	}
 	after, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 	if err != nil || after < 0 {
@@ -62,7 +62,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 		}
 	}
 	if len(pending) == 0 {
-		return notModified(inm, a.sessionTokenLocked(pr), pr.lsn)
+		return notModified(inm, h.acct.sessionTokenLocked(pr), pr.lsn)
 	}
 	// The log is in write order; after a merge the parents' LSN sequences
 	// interleave, and a page is in LSN order.
@@ -74,7 +74,7 @@ func (a *Account) allVersionsLocked(r *http.Request, c *Container, pr *pkRange, 
 	for i, ch := range pending {
 		docs[i] = ch.envelope(c)
 	}
-	return a.changeFeedPageLocked(c, pr, docs, pending[len(pending)-1].lsn)
+	return h.changeFeedPageLocked(c, pr, docs, pending[len(pending)-1].lsn)
 }
 
 // envelope is the change in the 2021-09-15 wire format: "current" (the item,

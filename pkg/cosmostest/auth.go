@@ -16,8 +16,8 @@ import (
 // authorize checks the Authorization header the way the service does.
 // raw is the request's Authorization value (the log redacts the header).
 // Error messages never contain the key, the expected signature or a token.
-func (a *Account) authorize(r *http.Request, raw string) error {
-	if a.acceptedBefore(raw, r) {
+func (h *Handler) authorize(r *http.Request, raw string) error {
+	if h.acceptedBefore(raw, r) {
 		return nil
 	}
 	if raw == "" {
@@ -36,12 +36,12 @@ func (a *Account) authorize(r *http.Request, raw string) error {
 	}
 	switch typ {
 	case "master":
-		return a.verifyMasterKey(r, raw, sig)
+		return h.verifyMasterKey(r, raw, sig)
 	case "aad":
-		if a.cfg.tokenVerifier == nil {
+		if h.cfg.tokenVerifier == nil {
 			return errors.New("the account does not accept Entra ID (aad) authorization")
 		}
-		if err := a.cfg.tokenVerifier(sig); err != nil {
+		if err := h.cfg.tokenVerifier(sig); err != nil {
 			return fmt.Errorf("the Entra ID token was rejected: %w", err)
 		}
 		return nil
@@ -73,17 +73,17 @@ func requestDate(r *http.Request) string {
 // acceptedBefore reports whether raw is the Authorization value last
 // accepted for r's verb, path and date, and that date is still within the
 // allowed clock skew.
-func (a *Account) acceptedBefore(raw string, r *http.Request) bool {
+func (h *Handler) acceptedBefore(raw string, r *http.Request) bool {
 	if raw == "" {
 		return false
 	}
 	date := requestDate(r)
-	memo := &a.lastAuth
+	memo := &h.lastAuth
 	memo.mu.Lock()
 	hit := memo.raw == raw && memo.method == r.Method && memo.path == r.URL.Path && memo.date == date
 	at := memo.at
 	memo.mu.Unlock()
-	return hit && withinSkew(at, a.cfg.maxClockSkew)
+	return hit && withinSkew(at, h.cfg.maxClockSkew)
 }
 
 func withinSkew(t time.Time, maxSkew time.Duration) bool {
@@ -91,8 +91,8 @@ func withinSkew(t time.Time, maxSkew time.Duration) bool {
 	return skew <= maxSkew && -skew <= maxSkew
 }
 
-func (a *Account) rememberAccepted(raw, method, path, date string, at time.Time) {
-	memo := &a.lastAuth
+func (h *Handler) rememberAccepted(raw, method, path, date string, at time.Time) {
+	memo := &h.lastAuth
 	memo.mu.Lock()
 	memo.raw, memo.method, memo.path, memo.date, memo.at = raw, method, path, date, at
 	memo.mu.Unlock()
@@ -121,7 +121,7 @@ func parseAuthorization(s string) (typ, ver, sig string, err error) {
 	return typ, ver, sig, nil
 }
 
-func (a *Account) verifyMasterKey(r *http.Request, raw, sig string) error {
+func (h *Handler) verifyMasterKey(r *http.Request, raw, sig string) error {
 	date := requestDate(r)
 	if date == "" {
 		return errors.New("the request has neither an x-ms-date nor a Date header")
@@ -130,20 +130,20 @@ func (a *Account) verifyMasterKey(r *http.Request, raw, sig string) error {
 	if err != nil {
 		return fmt.Errorf("the date header %q is not in RFC 1123 format", date)
 	}
-	if !withinSkew(t, a.cfg.maxClockSkew) {
-		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, a.cfg.maxClockSkew)
+	if !withinSkew(t, h.cfg.maxClockSkew) {
+		return fmt.Errorf("the authorization token is not valid at the current time: request date %s differs from the server time by more than %s", date, h.cfg.maxClockSkew)
 	}
 	got, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
 		return errors.New("the signature is not valid base64")
 	}
 	resType, link := resourceTypeAndLink(r.URL.Path)
-	if want := masterKeyMAC(a.keyBytes, r.Method, resType, link, date); !hmac.Equal(got, want[:]) {
+	if want := masterKeyMAC(h.keyBytes, r.Method, resType, link, date); !hmac.Equal(got, want[:]) {
 		// Like the service, name the string that was signed (it holds no secret).
 		return fmt.Errorf("the input authorization token can't serve the request; the payload to sign was %q",
 			stringToSign(r.Method, resType, link, date))
 	}
-	a.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
+	h.rememberAccepted(raw, r.Method, r.URL.Path, date, t)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 // Full-Fidelity Feed, allversions.go) for one physical range
 // (x-ms-documentdb-partitionkeyrangeid), optionally narrowed to an EPK
 // sub-range, or for one logical partition (partition key header).
-func (a *Account) changeFeedReply(r *http.Request, dbID, collID string) *reply {
+func (h *Handler) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	pageSize, rep := maxItemCount(r)
 	if rep != nil {
 		return rep
@@ -21,12 +21,12 @@ func (a *Account) changeFeedReply(r *http.Request, dbID, collID string) *reply {
 	if rep != nil {
 		return rep
 	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply {
-		return a.changeFeedLocked(r, c, pageSize, pkValue, hasPK)
+	return h.inContainer(dbID, collID, func(c *Container) *reply {
+		return h.changeFeedLocked(r, c, pageSize, pkValue, hasPK)
 	})
 }
 
-func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, pkValue any, hasPK bool) *reply {
+func (h *Handler) changeFeedLocked(r *http.Request, c *Container, pageSize int, pkValue any, hasPK bool) *reply {
 	var (
 		pr      *pkRange
 		lo, hi  string
@@ -59,7 +59,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		lo, hi = start, end
 	}
 	if isAllVersionsRead(r) {
-		return a.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
+		return h.allVersionsLocked(r, c, pr, lo, hi, onlyEPK, pageSize)
 	}
 
 	inm := headerValue(r.Header, "If-None-Match")
@@ -67,7 +67,7 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 	switch inm {
 	case "":
 	case "*":
-		return notModified(quotedLSN(pr.lsn), a.sessionTokenLocked(pr), pr.lsn)
+		return notModified(quotedLSN(pr.lsn), h.acct.sessionTokenLocked(pr), pr.lsn)
 	default:
 		n, err := strconv.ParseInt(strings.Trim(inm, `"`), 10, 64)
 		if err != nil || n < 0 {
@@ -93,22 +93,22 @@ func (a *Account) changeFeedLocked(r *http.Request, c *Container, pageSize int, 
 		if etag == "" {
 			etag = quotedLSN(pr.lsn)
 		}
-		return notModified(etag, a.sessionTokenLocked(pr), pr.lsn)
+		return notModified(etag, h.acct.sessionTokenLocked(pr), pr.lsn)
 	}
 	docs := make([]json.RawMessage, len(changed))
 	for i, it := range changed {
 		docs[i] = it.feedDocument()
 	}
-	return a.changeFeedPageLocked(c, pr, docs, changed[len(changed)-1].lsn)
+	return h.changeFeedPageLocked(c, pr, docs, changed[len(changed)-1].lsn)
 }
 
 // changeFeedPageLocked answers a change feed read, in either mode, with a page
 // of changes: the etag is the LSN of the page's last change (where the next
 // read resumes), the session token and lsn are the range's current position.
-func (a *Account) changeFeedPageLocked(c *Container, pr *pkRange, docs []json.RawMessage, lastLSN int64) *reply {
+func (h *Handler) changeFeedPageLocked(c *Container, pr *pkRange, docs []json.RawMessage, lastLSN int64) *reply {
 	out := documentsReply(chargeChangeFeed*float64(len(docs)), c.rid, docs)
 	out.set(hdrETag, quotedLSN(lastLSN))
-	out.set(hdrSessionToken, a.sessionTokenLocked(pr))
+	out.set(hdrSessionToken, h.acct.sessionTokenLocked(pr))
 	out.set(hdrItemCount, strconv.Itoa(len(docs)))
 	out.set(hdrLSN, strconv.FormatInt(pr.lsn, 10))
 	setContentPaths(out, c)

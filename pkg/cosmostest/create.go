@@ -22,7 +22,7 @@ const (
 	maxCreatedRanges = 1024
 )
 
-func (a *Account) createDatabaseReply(r *http.Request) *reply {
+func (h *Handler) createDatabaseReply(r *http.Request) *reply {
 	var body struct {
 		ID string `json:"id"`
 	}
@@ -32,15 +32,15 @@ func (a *Account) createDatabaseReply(r *http.Request) *reply {
 	if rep := checkResourceID(body.ID); rep != nil {
 		return rep
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, exists := a.dbs[body.ID]; exists {
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	if _, exists := h.acct.dbs[body.ID]; exists {
 		return conflict("Resource with specified id or name already exists.")
 	}
-	return jsonReply(http.StatusCreated, chargeMetadata, databaseProperties(a.createDatabaseLocked(body.ID)))
+	return jsonReply(http.StatusCreated, chargeMetadata, databaseProperties(h.acct.createDatabaseLocked(body.ID)))
 }
 
-func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
+func (h *Handler) createContainerReply(r *http.Request, dbID string) *reply {
 	var body struct {
 		ID           string `json:"id"`
 		PartitionKey *struct {
@@ -70,9 +70,9 @@ func (a *Account) createContainerReply(r *http.Request, dbID string) *reply {
 	if rep != nil {
 		return rep
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	db, rep := a.databaseLocked(dbID)
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	db, rep := h.databaseLocked(dbID)
 	if rep != nil {
 		return rep
 	}
@@ -138,11 +138,11 @@ func conflict(message string) *reply {
 	return errorReply(http.StatusConflict, 0, "Conflict", message)
 }
 
-func (a *Account) listDatabasesReply() *reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	list := make([]map[string]any, len(a.dbOrder))
-	for i, db := range a.dbOrder {
+func (h *Handler) listDatabasesReply() *reply {
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	list := make([]map[string]any, len(h.acct.dbOrder))
+	for i, db := range h.acct.dbOrder {
 		list[i] = databaseProperties(db)
 	}
 	out := jsonReply(http.StatusOK, chargeMetadata, map[string]any{"_rid": "", "Databases": list, "_count": len(list)})
@@ -150,10 +150,10 @@ func (a *Account) listDatabasesReply() *reply {
 	return out
 }
 
-func (a *Account) listContainersReply(dbID string) *reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	db, rep := a.databaseLocked(dbID)
+func (h *Handler) listContainersReply(dbID string) *reply {
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	db, rep := h.databaseLocked(dbID)
 	if rep != nil {
 		return rep
 	}

@@ -163,5 +163,6 @@
 // parse.go (headers and bodies), reply.go, auth.go, resources.go and
 // create.go (databases, containers, items), query.go, changefeed.go,
 // allversions.go, merge.go (the capability check), faults.go, requests.go
-// (the request log); server.go serves an Account over HTTP(S).
+// (the request log), on handler.go's Handler, which calls the Account;
+// server.go serves a Handler over HTTP(S).
 package cosmostest

@@ -42,21 +42,21 @@ type Fault struct {
 }
 
 // InjectFault adds a fault; the returned function removes it (idempotent).
-func (a *Account) InjectFault(f Fault) (remove func()) { return a.faults.Add(f, f.Times) }
+func (h *Handler) InjectFault(f Fault) (remove func()) { return h.faults.Add(f, f.Times) }
 
 // injectedReply applies the first live fault matching the request: it waits
 // the fault's latency, runs its hook and returns its answer, or nil to serve
 // the request normally. dropped means: close the connection without an
 // answer (the fault says so, or the wait ended with the request or the
 // server).
-func (a *Account) injectedReply(r *http.Request, kind RequestKind, rangeID string) (rep *reply, dropped bool) {
-	f, ok := a.faults.Take(func(f Fault) bool {
+func (h *Handler) injectedReply(r *http.Request, kind RequestKind, rangeID string) (rep *reply, dropped bool) {
+	f, ok := h.faults.Take(func(f Fault) bool {
 		return (f.Kind == "" || f.Kind == kind) && (f.RangeID == "" || f.RangeID == rangeID)
 	})
 	if !ok {
 		return nil, false
 	}
-	if !a.gate.Sleep(r.Context(), f.Latency) {
+	if !h.gate.Sleep(r.Context(), f.Latency) {
 		return nil, true
 	}
 	if f.Hook != nil {

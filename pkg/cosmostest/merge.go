@@ -32,19 +32,15 @@ const (
 // so a test of a client across a merge should enable it too.
 func WithPartitionMerge() Option { return func(c *config) { c.partitionMerge = true } }
 
-// PartitionMergeEnabled reports whether the account was started with
-// WithPartitionMerge.
-func (a *Account) PartitionMergeEnabled() bool { return a.cfg.partitionMerge }
-
 // refuseWithoutMergeCapability answers a request to a merge-enabled account
 // that does not declare PartitionMerge, or returns nil. The status the
 // service refuses such clients with is not documented; a Go client without
 // the header got 400 BadRequest (azure-sdk-for-go#20709), so 400 it is.
-func (a *Account) refuseWithoutMergeCapability(h http.Header) *reply {
-	if !a.cfg.partitionMerge {
+func (h *Handler) refuseWithoutMergeCapability(hdr http.Header) *reply {
+	if !h.acct.partitionMerge {
 		return nil
 	}
-	raw, sent := h[http.CanonicalHeaderKey(hdrSupportedCapabilities)]
+	raw, sent := hdr[http.CanonicalHeaderKey(hdrSupportedCapabilities)]
 	v := ""
 	if sent && len(raw) > 0 {
 		v = raw[0]

@@ -36,7 +36,7 @@ type queryParameter = cosmossql.Param
 // cross-partition query the gateway leaves to the SDK's query pipeline.
 const subStatusCrossPartitionQueryNotServable = 1004
 
-func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
+func (h *Handler) queryReply(r *http.Request, dbID, collID string) *reply {
 	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
 	}
@@ -68,15 +68,15 @@ func (a *Account) queryReply(r *http.Request, dbID, collID string) *reply {
 	}
 	planRequest := strings.EqualFold(headerValue(r.Header, hdrQueryPlanRequest), "true")
 
-	return a.inContainer(dbID, collID, func(c *Container) *reply {
+	return h.inContainer(dbID, collID, func(c *Container) *reply {
 		if planRequest {
 			return jsonReply(http.StatusOK, chargeQuery, q.PartitionedExecutionInfo())
 		}
-		return a.queryLocked(r, c, q, cursor, pageSize, pkValue, hasPK)
+		return h.queryLocked(r, c, q, cursor, pageSize, pkValue, hasPK)
 	})
 }
 
-func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query, cursor queryCursor, pageSize int, pkValue any, hasPK bool) *reply {
+func (h *Handler) queryLocked(r *http.Request, c *Container, q *cosmossql.Query, cursor queryCursor, pageSize int, pkValue any, hasPK bool) *reply {
 	// Which items the query may see: one logical partition, one physical
 	// range, or (cross-partition) all of them.
 	inScope := func(*item) bool { return true }
@@ -121,7 +121,7 @@ func (a *Account) queryLocked(r *http.Request, c *Container, q *cosmossql.Query,
 	}
 	tokens := make([]string, len(scopeRanges))
 	for i, pr := range scopeRanges {
-		tokens[i] = a.sessionTokenLocked(pr)
+		tokens[i] = h.acct.sessionTokenLocked(pr)
 	}
 	out.set(hdrSessionToken, strings.Join(tokens, ","))
 	out.set(hdrItemCount, strconv.Itoa(len(page)))

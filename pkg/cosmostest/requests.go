@@ -47,8 +47,8 @@ type Request struct {
 // the request's own header map instead of a copy: net/http hands every
 // request a fresh map and never writes to it once the handler runs, and the
 // handlers only read it, so the log sees exactly what a copy would hold.
-func (a *Account) redactAuthorization(h http.Header) string {
-	v := h["Authorization"]
+func (h *Handler) redactAuthorization(hdr http.Header) string {
+	v := hdr["Authorization"]
 	if len(v) == 0 || v[0] == "" {
 		return ""
 	}
@@ -56,7 +56,7 @@ func (a *Account) redactAuthorization(h http.Header) string {
 	// Replace the value slice rather than write into it: a client may share
 	// one slice across requests (this project's does), and an in-process
 	// transport would hand the server that very slice.
-	h["Authorization"] = []string{a.redacted.of(raw)} // as Header.Set
+	hdr["Authorization"] = []string{h.redacted.of(raw)} // as Header.Set
 	return raw
 }
 
@@ -83,15 +83,15 @@ func (m *redactionMemo) of(a string) string {
 	return m.out
 }
 
-func (a *Account) record(rec Request, status int) {
+func (h *Handler) record(rec Request, status int) {
 	rec.Status = status
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if limit := a.cfg.requestLog; limit > 0 && a.requests.n >= 2*limit {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if limit := h.cfg.requestLog; limit > 0 && h.requests.n >= 2*limit {
 		// Drop the older half in one copy: amortised O(1) per request.
-		a.requests.keepLast(limit)
+		h.requests.keepLast(limit)
 	}
-	a.requests.add(rec)
+	h.requests.add(rec)
 }
 
 // requestLog holds the logged requests in chunks, so that a long log grows
@@ -141,21 +141,21 @@ func (l *requestLog) keepLast(n int) {
 }
 
 // Requests returns a copy of the request log in arrival order of answers.
-func (a *Account) Requests() []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.requests.appendTo(make([]Request, 0, a.requests.n))
+func (h *Handler) Requests() []Request {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.requests.appendTo(make([]Request, 0, h.requests.n))
 }
 
 // Count is the number of logged requests of a kind ("" counts all).
-func (a *Account) Count(kind RequestKind) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (h *Handler) Count(kind RequestKind) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if kind == "" {
-		return a.requests.n
+		return h.requests.n
 	}
 	n := 0
-	for _, c := range a.requests.chunks {
+	for _, c := range h.requests.chunks {
 		for _, r := range c {
 			if r.Kind == kind {
 				n++
@@ -166,8 +166,8 @@ func (a *Account) Count(kind RequestKind) int {
 }
 
 // ResetRequests empties the request log.
-func (a *Account) ResetRequests() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.requests = requestLog{}
+func (h *Handler) ResetRequests() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requests = requestLog{}
 }

@@ -8,12 +8,12 @@ import (
 
 // Handlers for the account, database, container and item endpoints.
 
-func (a *Account) accountReply() *reply {
-	loc := []map[string]any{{"name": "Local", "databaseAccountEndpoint": a.endpoint}}
+func (h *Handler) accountReply() *reply {
+	loc := []map[string]any{{"name": "Local", "databaseAccountEndpoint": h.endpoint}}
 	return jsonReply(http.StatusOK, chargeMetadata, map[string]any{
 		"_self":                        "",
-		"id":                           a.cfg.accountName,
-		"_rid":                         a.cfg.accountName + ".localhost",
+		"id":                           h.cfg.accountName,
+		"_rid":                         h.cfg.accountName + ".localhost",
 		"media":                        "//media/",
 		"addresses":                    "//addresses/",
 		"_dbs":                         "//dbs/",
@@ -28,10 +28,10 @@ func (a *Account) accountReply() *reply {
 	})
 }
 
-func (a *Account) databaseReply(dbID string) *reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	db, rep := a.databaseLocked(dbID)
+func (h *Handler) databaseReply(dbID string) *reply {
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	db, rep := h.databaseLocked(dbID)
 	if rep != nil {
 		return rep
 	}
@@ -50,8 +50,8 @@ func databaseProperties(db *Database) map[string]any {
 	}
 }
 
-func (a *Account) containerReply(dbID, collID string) *reply {
-	return a.inContainer(dbID, collID, containerProperties)
+func (h *Handler) containerReply(dbID, collID string) *reply {
+	return h.inContainer(dbID, collID, containerProperties)
 }
 
 func containerProperties(c *Container) *reply {
@@ -90,20 +90,20 @@ func containerBody(c *Container) map[string]any {
 	}
 }
 
-func (a *Account) createReply(r *http.Request, dbID, collID string) *reply {
+func (h *Handler) createReply(r *http.Request, dbID, collID string) *reply {
 	mode := writeCreate
 	if strings.EqualFold(headerValue(r.Header, hdrIsUpsert), "true") {
 		mode = writeUpsert
 	}
-	return a.write(r, dbID, collID, "", mode)
+	return h.write(r, dbID, collID, "", mode)
 }
 
-func (a *Account) replaceReply(r *http.Request, dbID, collID, itemID string) *reply {
-	return a.write(r, dbID, collID, itemID, writeReplace)
+func (h *Handler) replaceReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return h.write(r, dbID, collID, itemID, writeReplace)
 }
 
 // write performs a create, upsert or replace sent over REST.
-func (a *Account) write(r *http.Request, dbID, collID, pathID string, mode writeMode) *reply {
+func (h *Handler) write(r *http.Request, dbID, collID, pathID string, mode writeMode) *reply {
 	doc, rep := readDocument(r)
 	if rep != nil {
 		return rep
@@ -118,12 +118,12 @@ func (a *Account) write(r *http.Request, dbID, collID, pathID string, mode write
 	for _, k := range systemProperties {
 		delete(doc, k) // the server sets these; clients echo them back on replace
 	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply {
-		return a.writeLocked(r, c, headerEPK, doc, mode)
+	return h.inContainer(dbID, collID, func(c *Container) *reply {
+		return h.writeLocked(r, c, headerEPK, doc, mode)
 	})
 }
 
-func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, doc map[string]any, mode writeMode) *reply {
+func (h *Handler) writeLocked(r *http.Request, c *Container, headerEPK string, doc map[string]any, mode writeMode) *reply {
 	if epkOf(getPath(doc, c.pkPath)) != headerEPK {
 		return badRequest("%v", errPKMismatch)
 	}
@@ -158,7 +158,7 @@ func (a *Account) writeLocked(r *http.Request, c *Container, headerEPK string, d
 		out = jsonReply(status, chargeWrite, withoutLSN(stored))
 	}
 	out.set(hdrETag, stored["_etag"].(string))
-	out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
+	out.set(hdrSessionToken, h.acct.sessionTokenLocked(c.rangeForEPKLocked(headerEPK)))
 	setContentPaths(out, c)
 	return out
 }
@@ -167,12 +167,12 @@ var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments",
 
 // inItem is the preamble of the item handlers: the partition key header,
 // the container, and the item, 404 unless it is in that logical partition.
-func (a *Account) inItem(r *http.Request, dbID, collID, itemID string, serve func(c *Container, it *item, epk string) *reply) *reply {
+func (h *Handler) inItem(r *http.Request, dbID, collID, itemID string, serve func(c *Container, it *item, epk string) *reply) *reply {
 	epk, rep := requirePartitionKey(r)
 	if rep != nil {
 		return rep
 	}
-	return a.inContainer(dbID, collID, func(c *Container) *reply {
+	return h.inContainer(dbID, collID, func(c *Container) *reply {
 		it, ok := c.items[itemID]
 		if !ok || it.epk != epk {
 			return notFound("Entity with the specified id does not exist in the system.")
@@ -181,8 +181,8 @@ func (a *Account) inItem(r *http.Request, dbID, collID, itemID string, serve fun
 	})
 }
 
-func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
-	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+func (h *Handler) readItemReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return h.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
 		etag := it.doc["_etag"].(string)
 		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && inm == etag {
 			out := newReply(http.StatusNotModified, chargePointRead)
@@ -192,21 +192,21 @@ func (a *Account) readItemReply(r *http.Request, dbID, collID, itemID string) *r
 		}
 		out := jsonReply(http.StatusOK, chargePointRead, withoutLSN(it.doc))
 		out.set(hdrETag, etag)
-		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+		out.set(hdrSessionToken, h.acct.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 		setContentPaths(out, c)
 		return out
 	})
 }
 
-func (a *Account) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
-	return a.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
+func (h *Handler) deleteReply(r *http.Request, dbID, collID, itemID string) *reply {
+	return h.inItem(r, dbID, collID, itemID, func(c *Container, it *item, epk string) *reply {
 		if ifMatch := headerValue(r.Header, "If-Match"); ifMatch != "" && it.doc["_etag"] != ifMatch {
 			return errorReply(http.StatusPreconditionFailed, 0, "PreconditionFailed",
 				"the operation specified an etag that is different from the version available at the server")
 		}
 		c.deleteLocked(itemID)
 		out := newReply(http.StatusNoContent, chargeWrite)
-		out.set(hdrSessionToken, a.sessionTokenLocked(c.rangeForEPKLocked(epk)))
+		out.set(hdrSessionToken, h.acct.sessionTokenLocked(c.rangeForEPKLocked(epk)))
 		setContentPaths(out, c)
 		return out
 	})

@@ -17,18 +17,18 @@ import (
 // authorize, admit (WithPartitionMerge), route. Every request is recorded
 // before its answer is written, so a test that has received a response
 // always finds it in Requests.
-func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !a.gate.Enter() { // the server is closing
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.gate.Enter() { // the server is closing
 		fault.DropConnection(w)
 		return
 	}
-	defer a.gate.Leave()
-	a.inFlight.Add(1)
-	defer a.inFlight.Add(-1)
+	defer h.gate.Leave()
+	h.inFlight.Add(1)
+	defer h.inFlight.Add(-1)
 
 	segs := splitPath(r.URL.Path)
 	kind := classify(r, segs)
-	authorization := a.redactAuthorization(r.Header)
+	authorization := h.redactAuthorization(r.Header)
 	rec := Request{
 		Kind:    kind,
 		Method:  r.Method,
@@ -37,35 +37,35 @@ func (a *Account) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header:  r.Header,
 		At:      time.Now(),
 	}
-	a.mu.Lock()
-	latency := a.latency
-	a.mu.Unlock()
-	if !a.gate.Sleep(r.Context(), latency) {
-		a.record(rec, 0)
+	h.mu.Lock()
+	latency := h.latency
+	h.mu.Unlock()
+	if !h.gate.Sleep(r.Context(), latency) {
+		h.record(rec, 0)
 		fault.DropConnection(w)
 		return
 	}
-	if rep, dropped := a.injectedReply(r, kind, rec.RangeID); dropped {
-		a.record(rec, 0)
+	if rep, dropped := h.injectedReply(r, kind, rec.RangeID); dropped {
+		h.record(rec, 0)
 		fault.DropConnection(w)
 		return
 	} else if rep != nil {
-		a.record(rec, rep.status)
+		h.record(rec, rep.status)
 		rep.write(w, r)
 		return
 	}
 	var rep *reply
-	if err := a.authorize(r, authorization); err != nil {
+	if err := h.authorize(r, authorization); err != nil {
 		rep = errorReply(http.StatusUnauthorized, 0, "Unauthorized", err.Error())
-	} else if rep = a.refuseWithoutMergeCapability(r.Header); rep == nil {
-		rep = a.route(r, kind, segs)
+	} else if rep = h.refuseWithoutMergeCapability(r.Header); rep == nil {
+		rep = h.route(r, kind, segs)
 	}
-	a.record(rec, rep.status)
+	h.record(rec, rep.status)
 	rep.write(w, r)
 }
 
 // route dispatches an authorized request to its handler by path shape.
-func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply {
+func (h *Handler) route(r *http.Request, kind RequestKind, segs []string) *reply {
 	// The account, a database, a container and the pkranges feed are read-only
 	// here; the database and container feeds are listed and take creations.
 	metadata := len(segs) == 0 || segs[0] == "dbs" && (len(segs) == 2 || (len(segs) == 4 && segs[2] == "colls") ||
@@ -75,44 +75,44 @@ func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply
 	case metadata && r.Method != http.MethodGet, feed && r.Method != http.MethodPost && r.Method != http.MethodGet:
 		return methodNotAllowed()
 	case feed && r.Method == http.MethodGet && len(segs) == 1:
-		return a.listDatabasesReply()
+		return h.listDatabasesReply()
 	case feed && r.Method == http.MethodGet:
-		return a.listContainersReply(segs[1])
+		return h.listContainersReply(segs[1])
 	}
 	switch {
 	case len(segs) == 0:
-		return a.accountReply()
+		return h.accountReply()
 	case segs[0] != "dbs":
 		return notFound("unknown resource " + r.URL.Path)
 	case len(segs) == 1:
-		return a.createDatabaseReply(r)
+		return h.createDatabaseReply(r)
 	case len(segs) == 3 && segs[2] == "colls":
-		return a.createContainerReply(r, segs[1])
+		return h.createContainerReply(r, segs[1])
 	case len(segs) == 2:
-		return a.databaseReply(segs[1])
+		return h.databaseReply(segs[1])
 	case len(segs) == 4 && segs[2] == "colls":
-		return a.containerReply(segs[1], segs[3])
+		return h.containerReply(segs[1], segs[3])
 	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "pkranges":
-		return a.pkRangesReply(r, segs[1], segs[3])
+		return h.pkRangesReply(r, segs[1], segs[3])
 	case len(segs) == 5 && segs[2] == "colls" && segs[4] == "docs":
 		switch kind {
 		case KindQuery:
-			return a.queryReply(r, segs[1], segs[3])
+			return h.queryReply(r, segs[1], segs[3])
 		case KindChangeFeed:
-			return a.changeFeedReply(r, segs[1], segs[3])
+			return h.changeFeedReply(r, segs[1], segs[3])
 		case KindCreate:
-			return a.createReply(r, segs[1], segs[3])
+			return h.createReply(r, segs[1], segs[3])
 		}
 		return errorReply(http.StatusBadRequest, 0, "BadRequest",
 			"only queries, creates/upserts and incremental change feed reads are supported on a docs feed")
 	case len(segs) == 6 && segs[2] == "colls" && segs[4] == "docs":
 		switch r.Method {
 		case http.MethodGet:
-			return a.readItemReply(r, segs[1], segs[3], segs[5])
+			return h.readItemReply(r, segs[1], segs[3], segs[5])
 		case http.MethodPut:
-			return a.replaceReply(r, segs[1], segs[3], segs[5])
+			return h.replaceReply(r, segs[1], segs[3], segs[5])
 		case http.MethodDelete:
-			return a.deleteReply(r, segs[1], segs[3], segs[5])
+			return h.deleteReply(r, segs[1], segs[3], segs[5])
 		}
 		return methodNotAllowed()
 	}
@@ -122,10 +122,10 @@ func (a *Account) route(r *http.Request, kind RequestKind, segs []string) *reply
 // inContainer is the preamble every container-scoped handler shares: under
 // the account lock, find the addressed container (by id or _rid) and run
 // serve with it, or answer 404.
-func (a *Account) inContainer(dbID, collID string, serve func(c *Container) *reply) *reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c, rep := a.containerLocked(dbID, collID)
+func (h *Handler) inContainer(dbID, collID string, serve func(c *Container) *reply) *reply {
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	c, rep := h.containerLocked(dbID, collID)
 	if rep != nil {
 		return rep
 	}
@@ -133,9 +133,9 @@ func (a *Account) inContainer(dbID, collID string, serve func(c *Container) *rep
 }
 
 // containerLocked finds a container by database and container id (or _rid),
-// or returns the 404 reply that names what is missing. Callers hold a.mu.
-func (a *Account) containerLocked(dbID, collID string) (*Container, *reply) {
-	c, missing := a.lookupContainerLocked(dbID, collID)
+// or returns the 404 reply that names what is missing. Callers hold h.acct.mu.
+func (h *Handler) containerLocked(dbID, collID string) (*Container, *reply) {
+	c, missing := h.acct.lookupContainerLocked(dbID, collID)
 	if c == nil {
 		return nil, notFound(missing + " does not exist")
 	}
@@ -143,9 +143,9 @@ func (a *Account) containerLocked(dbID, collID string) (*Container, *reply) {
 }
 
 // databaseLocked finds a database by id (or _rid), or returns the 404 reply
-// that names it. Callers hold a.mu.
-func (a *Account) databaseLocked(dbID string) (*Database, *reply) {
-	db, ok := byIDOrRID(a.dbs, a.dbOrder, dbID)
+// that names it. Callers hold h.acct.mu.
+func (h *Handler) databaseLocked(dbID string) (*Database, *reply) {
+	db, ok := byIDOrRID(h.acct.dbs, h.acct.dbOrder, dbID)
 	if !ok {
 		return nil, notFound("database " + dbID + " does not exist")
 	}
@@ -169,8 +169,8 @@ func addressedRangeLocked(c *Container, id string) (*pkRange, *reply) {
 // pkRangesReply lists the live physical ranges. The etag changes with every
 // split or merge; If-None-Match with the current etag answers 304. An
 // incremental (A-IM) read returns the full current set rather than a delta.
-func (a *Account) pkRangesReply(r *http.Request, dbID, collID string) *reply {
-	return a.inContainer(dbID, collID, func(c *Container) *reply { return pkRangesLocked(r, c) })
+func (h *Handler) pkRangesReply(r *http.Request, dbID, collID string) *reply {
+	return h.inContainer(dbID, collID, func(c *Container) *reply { return pkRangesLocked(r, c) })
 }
 
 func pkRangesLocked(r *http.Request, c *Container) *reply {

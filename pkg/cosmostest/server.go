@@ -20,6 +20,7 @@ import (
 // are two servers. All methods are safe for concurrent use.
 type Server struct {
 	*Account
+	*Handler
 
 	http      *httptest.Server
 	url       string
@@ -123,16 +124,17 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cosmostest: listen on %s: %w", cfg.address, err)
 	}
-	s := &Server{Account: newAccount(cfg, keyBytes)}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	acct := newAccount(host, cfg.partitionMerge)
+	s := &Server{Account: acct, Handler: newHandler(acct, cfg, keyBytes)}
 	s.http = &httptest.Server{
 		Listener: ln,
-		Config:   &http.Server{Handler: s.Account, ReadHeaderTimeout: time.Minute},
+		Config:   &http.Server{Handler: s.Handler, ReadHeaderTimeout: time.Minute},
 	}
-	s.Account.host, _, _ = net.SplitHostPort(ln.Addr().String())
 	if useTLS {
 		// The configured host (a name stays a name) and the bound one.
 		cfgHost, _, _ := net.SplitHostPort(cfg.address)
-		cert, pool, certPEM, err := serverCertificate(cfg.certificate, cfgHost, s.Account.host)
+		cert, pool, certPEM, err := serverCertificate(cfg.certificate, cfgHost, host)
 		if err != nil {
 			_ = ln.Close()
 			return nil, err
@@ -145,7 +147,7 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 		s.http.Start()
 	}
 	s.url = s.http.URL + "/"
-	s.Account.endpoint = s.url
+	s.Handler.endpoint = s.url
 	return s, nil
 }
 
@@ -153,9 +155,12 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 // ("http://127.0.0.1:41234/").
 func (s *Server) URL() string { return s.url }
 
+// Key is the base64 primary key.
+func (s *Server) Key() string { return s.Handler.cfg.key }
+
 // ConnectionString is "AccountEndpoint=<URL>;AccountKey=<key>;".
 func (s *Server) ConnectionString() string {
-	return "AccountEndpoint=" + s.url + ";AccountKey=" + s.cfg.key + ";"
+	return "AccountEndpoint=" + s.url + ";AccountKey=" + s.Key() + ";"
 }
 
 // CertPool holds the certificate of a TLS server; nil for plain HTTP.
@@ -174,8 +179,8 @@ func (s *Server) Client() *http.Client { return s.http.Client() }
 // goroutine of the server survives Close.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		s.Account.gate.Close()
+		s.Handler.gate.Close()
 		s.http.Close()
-		s.Account.gate.Wait()
+		s.Handler.gate.Wait()
 	})
 }

@@ -114,7 +114,7 @@ func TestRequestHeaderNamesCanonical(t *testing.T) {
 // limit, between limit and 2*limit of the newest entries.
 func TestRequestLogChunks(t *testing.T) {
 	for _, limit := range []int{0, 1, 5, 16, 100, 3000} {
-		s := newAccount(config{requestLog: limit}, nil)
+		s := newHandler(newAccount("", false), config{requestLog: limit}, nil)
 		const total = 5000
 		for i := 0; i < total; i++ {
 			kind := KindQuery

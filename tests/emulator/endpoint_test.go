@@ -157,7 +157,7 @@ func routedEnv(t *testing.T, host, leaseHost string, opts ...cosmostest.Option) 
 	t.Helper()
 	srv := cosmostest.NewServer(opts...)
 	t.Cleanup(srv.Close)
-	routeHost(t, host, srv.Account)
+	routeHost(t, host, srv.Handler)
 	db := srv.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 1), leases: db.CreateContainer("leases", "/id", 1)}
 	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)

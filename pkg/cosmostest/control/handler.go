@@ -18,7 +18,8 @@ import (
 
 // Handler serves the control API for one account.
 type Handler struct {
-	acct *cosmostest.Account
+	acct *cosmostest.Account // the model: databases, containers, ranges
+	api  *cosmostest.Handler // the REST side: its request log
 	mux  *http.ServeMux
 
 	logMu sync.Mutex // one log line per request, whole
@@ -27,10 +28,10 @@ type Handler struct {
 	createMu sync.Mutex // serializes container creations: 201 only for the one that created
 }
 
-// NewHandler serves the control API of acct and logs every request in one
-// line to log: time, method, path, status, duration.
-func NewHandler(acct *cosmostest.Account, log io.Writer) *Handler {
-	h := &Handler{acct: acct, mux: http.NewServeMux(), log: log}
+// NewHandler serves the control API of srv's account and logs every request
+// in one line to log: time, method, path, status, duration.
+func NewHandler(srv *cosmostest.Server, log io.Writer) *Handler {
+	h := &Handler{acct: srv.Account, api: srv.Handler, mux: http.NewServeMux(), log: log}
 	h.mux.HandleFunc("POST "+RouteContainers, jsonHandler(h.createContainer))
 	h.mux.HandleFunc("GET "+RouteRanges, jsonHandler(h.containerRanges))
 	h.mux.HandleFunc("POST "+RouteProcessors, jsonHandler(h.createLeases))
@@ -339,7 +340,7 @@ func parseMode(s string, f cosmostest.LeaseFormat) (cosmostest.ChangeFeedMode, e
 }
 
 func (h *Handler) requests(*http.Request) (int, any, error) {
-	log := h.acct.Requests()
+	log := h.api.Requests()
 	out := Requests{Requests: make([]LoggedRequest, len(log))}
 	for i, r := range log {
 		out.Requests[i] = LoggedRequest{At: r.At, Kind: string(r.Kind), Method: r.Method, Path: r.Path, RangeID: r.RangeID, Status: r.Status, Header: r.Header}

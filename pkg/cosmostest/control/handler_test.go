@@ -22,7 +22,7 @@ func newControl(t *testing.T, opts ...cosmostest.Option) (*control.Client, *cosm
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	api := httptest.NewServer(control.NewHandler(srv.Account, io.Discard))
+	api := httptest.NewServer(control.NewHandler(srv, io.Discard))
 	t.Cleanup(api.Close)
 	return control.NewClient(api.URL, api.Client()), srv
 }

@@ -67,7 +67,7 @@ func TestCreateLeasesNameValidation(t *testing.T) {
 	db := srv.CreateDatabase("db")
 	db.CreateContainer("items", "/pk", 1)
 	db.CreateContainer("leases", "/id", 1)
-	h := control.NewHandler(srv.Account, io.Discard)
+	h := control.NewHandler(srv, io.Discard)
 	post := func(body string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, control.RouteProcessors, strings.NewReader(body)))
