@@ -31,10 +31,13 @@ type AzureCosmosDBTrigger struct {
 
 // AzureCosmosDBEstimate is one estimate as the scaler's estimator made it:
 // the per-lease estimate, the summary the scaler returns to KEDA for it, the
-// thresholds it applied and how long it took.
+// thresholds it applied and how long it took. LiveRanges are the monitored
+// container's live partition key ranges when the estimator holds them (it
+// reads them for EPK leases), else nil: see ReadLiveRanges.
 type AzureCosmosDBEstimate struct {
 	azure.CosmosDBLagEstimate
 	azure.CosmosDBLagSummary
+	LiveRanges            []azure.CosmosDBPartitionKeyRange
 	Threshold, Activation int64
 	Duration              time.Duration
 }
@@ -70,6 +73,7 @@ func (s *AzureCosmosDBScaler) Estimate(ctx context.Context) (AzureCosmosDBEstima
 	e := AzureCosmosDBEstimate{Threshold: s.Trigger.Threshold, Activation: s.Trigger.Activation}
 	var err error
 	e.CosmosDBLagEstimate, err = s.estimator.Estimate(ctx)
+	e.LiveRanges = s.estimator.HeldRanges()
 	e.Duration = time.Since(start)
 	if err != nil {
 		return e, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.Trigger.Processor, err)
@@ -77,6 +81,13 @@ func (s *AzureCosmosDBScaler) Estimate(ctx context.Context) (AzureCosmosDBEstima
 	e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
 	s.logEstimate(e.CosmosDBLagEstimate, e.CosmosDBLagSummary, e.Duration)
 	return e, nil
+}
+
+// ReadLiveRanges reads the monitored container's live partition key ranges
+// with the scaler's client, for what an estimate does not hold (a range-id
+// lease whose range split or merged); cost is what the read cost.
+func (s *AzureCosmosDBScaler) ReadLiveRanges(ctx context.Context) (ranges []azure.CosmosDBPartitionKeyRange, cost azure.CosmosDBCost, err error) {
+	return s.estimator.ReadRanges(ctx)
 }
 
 // AzureCosmosDBParameter is one trigger parameter, read from the scaler's

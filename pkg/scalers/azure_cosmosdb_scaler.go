@@ -198,7 +198,7 @@ func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, su
 			oldest = l.PendingSince
 		}
 	}
-	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases), "leaseOwners", len(owners),
+	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases), "skippedDocuments", len(estimate.Skipped), "leaseOwners", len(owners),
 		"totalLag", summary.TotalLag, "activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
 		"oldestPendingChange", oldest, "requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", duration)
 }

@@ -24,26 +24,20 @@ import (
 )
 
 const (
-	// cosmosDBAPIVersion is the REST API version azcosmos v1.5.0 speaks.
-	cosmosDBAPIVersion = "2020-11-05"
-	// cosmosDBMaxResponseBytes bounds a body; the service's pages are ≤ 4 MB.
-	cosmosDBMaxResponseBytes = 16 << 20
-	// cosmosDBSubStatusRangeGone with a 410: the range split or merged.
-	cosmosDBSubStatusRangeGone = 1002
-	// A request is tried once and retried up to three times, waiting the
-	// service's x-ms-retry-after-ms or a doubling delay; a service asking for
-	// more than cosmosDBMaxRetryDelay is not waited for.
-	cosmosDBMaxRetries    = 3
-	cosmosDBRetryDelay    = 100 * time.Millisecond
-	cosmosDBMaxRetryDelay = 2 * time.Second
+	cosmosDBAPIVersion         = "2020-11-05" // as azcosmos v1.5.0
+	cosmosDBMaxResponseBytes   = 16 << 20     // the service's pages are at most 4 MB
+	cosmosDBSubStatusRangeGone = 1002         // with 410: the range split or merged
+	cosmosDBMaxRetries         = 3
+	cosmosDBRetryDelay         = 100 * time.Millisecond
+	cosmosDBMaxRetryDelay      = 2 * time.Second // a longer x-ms-retry-after-ms is not waited for
 )
 
-// cosmosDBRetryStatus: throttled (429), timed out (408), retry-with (449) and 5xx.
+// cosmosDBRetryStatus: timed out, throttled, retry-with (449) and 5xx.
 var cosmosDBRetryStatus = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 
-// CosmosDBClient sends requests to one account through one azcore pipeline,
-// whose transport is KEDA's HTTP client (its timeout bounds each try).
+// CosmosDBClient sends requests to one account through one azcore pipeline
+// on KEDA's HTTP client, whose timeout bounds each try.
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
@@ -58,7 +52,7 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 				if err := authorize(policy.TokenRequestOptions{Scopes: []string{conn.scope}}); err != nil {
 					return err
 				}
-				// azcore wrote "Bearer <token>"; Cosmos DB wants its own form.
+				// Cosmos DB wants its own form of azcore's "Bearer <token>".
 				h := req.Raw().Header
 				h.Set("Authorization", "type=aad&ver=1.0&sig="+strings.TrimPrefix(h.Get("Authorization"), "Bearer "))
 				return nil
@@ -66,8 +60,7 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
-	// send retries: the pipeline's own retry policy is off, so that every
-	// try's status and request charge come back to send as return values.
+	// azcore's retry is off: send retries, so every try's cost comes back to it.
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
 		&policy.ClientOptions{Transport: transport, Retry: policy.RetryOptions{MaxRetries: -1}})
 	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
@@ -78,23 +71,19 @@ func (c *CosmosDBClient) url(path ...string) string { return c.endpoint.JoinPath
 
 // cosmosDBRequest is one REST call; operation names it in errors.
 type cosmosDBRequest struct {
-	operation string
-	method    string
-	url       string      // from CosmosDBClient.url
-	header    http.Header // the call's own headers, made for it
-	query     []byte      // a POSTed query, if any
-	ok        []int       // the statuses that are a success
+	operation, method, url string
+	header                 http.Header // made for this call
+	query                  []byte      // a POSTed query
+	ok                     []int       // the statuses that are a success
 }
 
-// cosmosDBResponse is a successful answer.
 type cosmosDBResponse struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
-// CosmosDBCost is what requests cost: every try sent, and the request units
-// the service charged for them.
+// CosmosDBCost is what requests cost: tries sent, and request units charged.
 type CosmosDBCost struct {
 	Requests      int64
 	RequestCharge float64
@@ -105,8 +94,8 @@ func (c *CosmosDBCost) add(o CosmosDBCost) {
 	c.RequestCharge += o.RequestCharge
 }
 
-// send sends r, retrying transient failures, and returns the answer and
-// what all tries cost, also on failure. An answer outside r.ok is a
+// send sends r, retrying transient failures, and returns the answer and what
+// all tries cost, also on failure. An answer outside r.ok is a
 // *cosmosDBResponseError.
 func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, CosmosDBCost, error) {
 	var cost CosmosDBCost
@@ -121,8 +110,7 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 		if err == nil && len(resp.body) > cosmosDBMaxResponseBytes {
 			return cosmosDBResponse{}, cost, fmt.Errorf("%s: response larger than %d bytes", r.operation, cosmosDBMaxResponseBytes)
 		}
-		delay, retry := cosmosDBRetryAfter(ctx, resp, err, cost.Requests)
-		if retry && cost.Requests <= cosmosDBMaxRetries {
+		if delay, retry := cosmosDBRetryAfter(ctx, resp, err, cost.Requests); retry && cost.Requests <= cosmosDBMaxRetries {
 			select {
 			case <-ctx.Done():
 				err = ctx.Err()
@@ -140,8 +128,7 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 	}
 }
 
-// sendPages sends r for each page of a feed, following x-ms-continuation,
-// and hands every page's body to page.
+// sendPages sends r for each page of a feed, following x-ms-continuation.
 func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) (CosmosDBCost, error) {
 	var cost CosmosDBCost
 	first := r.header
@@ -155,52 +142,47 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 		if err == nil {
 			err = page(resp.body)
 		}
-		if err != nil || resp.header.Get("X-Ms-Continuation") == "" {
+		if continuation = resp.header.Get("X-Ms-Continuation"); err != nil || continuation == "" {
 			return cost, err
 		}
-		continuation = resp.header.Get("X-Ms-Continuation")
 	}
 }
 
-// try sends r once and reads the body, at most one byte past the cap. The
+// try sends r once and reads at most one byte past the body's cap; the
 // response is nil when none came.
 func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*cosmosDBResponse, error) {
 	req, err := runtime.NewRequest(ctx, r.method, r.url)
 	if err != nil {
 		return nil, err
 	}
-	h := r.header // made for this request by its caller; a retry sets the same names again
+	h := r.header
 	if h == nil {
 		h = http.Header{}
 	}
 	req.Raw().Header = h
-	// Header names here and in the callers are written canonically and
-	// assigned directly, as net/http's own Header.Set would store them.
 	h["X-Ms-Version"] = []string{cosmosDBAPIVersion}
 	h["X-Ms-Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
-	// PartitionMerge (capability bit 0): accounts with merge enabled refuse
-	// clients that do not declare it, as the SDKs do.
+	// PartitionMerge: accounts with merge enabled refuse clients without it.
 	h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = []string{"1"}
 	if r.query != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(r.query)), "application/query+json"); err != nil {
 			return nil, err
 		}
 	}
-	runtime.SkipBodyDownload(req) // read below, bounded
+	runtime.SkipBodyDownload(req)
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	// Sized by the announced length (a hint only): one allocation for most bodies.
 	body := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
 	_, err = body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
 	return &cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body.Bytes()}, err
 }
 
-// cosmosDBRetryAfter says whether a try is retried, and after how long: a
-// transport or body read failure, or a status of cosmosDBRetryStatus, unless
-// the poll is over or the service asks for a longer wait than we allow.
+// cosmosDBRetryAfter says whether a try is retried and after how long: a
+// transport or body failure or a cosmosDBRetryStatus, unless the poll is
+// over or the service asks for a longer wait than we allow.
 func cosmosDBRetryAfter(ctx context.Context, resp *cosmosDBResponse, err error, tries int64) (time.Duration, bool) {
 	if ctx.Err() != nil || (err == nil && !slices.Contains(cosmosDBRetryStatus, resp.status)) {
 		return 0, false
@@ -211,13 +193,12 @@ func cosmosDBRetryAfter(ctx context.Context, resp *cosmosDBResponse, err error, 
 			return wait, wait <= cosmosDBMaxRetryDelay
 		}
 	}
-	// 100, 200, 400 ms, each ±20 %, so that reads throttled together spread out.
+	// 100, 200, 400 ms, ±20 % so that reads throttled together spread out.
 	delay := min(cosmosDBRetryDelay<<(tries-1), cosmosDBMaxRetryDelay)
 	return time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64())), true
 }
 
-// cosmosDBKeyPolicy signs each try with the account key: HMAC-SHA256 over
-// verb, resource type, resource link and x-ms-date, as the REST API documents.
+// cosmosDBKeyPolicy signs each try with the account key, as the REST API documents.
 type cosmosDBKeyPolicy struct{ key []byte }
 
 func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -225,6 +206,13 @@ func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resourceType, resourceLink := cosmosDBResourceOf(raw.URL.Path)
 	raw.Header["Authorization"] = []string{signCosmosDBRequest(p.key, raw.Method, resourceType, resourceLink, raw.Header.Get("X-Ms-Date"))}
 	return req.Next()
+}
+
+func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date string) string {
+	payload := strings.ToLower(verb) + "\n" + strings.ToLower(resourceType) + "\n" + resourceLink + "\n" + strings.ToLower(date) + "\n\n"
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(payload))
+	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 }
 
 // cosmosDBResourceOf is the resource type and link a signature covers:
@@ -240,16 +228,8 @@ func cosmosDBResourceOf(path string) (resourceType, resourceLink string) {
 	return link[previous+1 : last], link
 }
 
-func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date string) string {
-	payload := strings.ToLower(verb) + "\n" + strings.ToLower(resourceType) + "\n" + resourceLink + "\n" + strings.ToLower(date) + "\n\n"
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(payload))
-	return url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-}
-
 // cosmosDBResponseError is a non-success answer: the operation, status,
-// substatus, the service's code and first line of message, and its activity
-// id. It never quotes a request header.
+// substatus, the service's code, message (first line) and activity id.
 type cosmosDBResponseError struct {
 	status, subStatus int
 	message           string
@@ -258,10 +238,8 @@ type cosmosDBResponseError struct {
 func (e *cosmosDBResponseError) Error() string { return e.message }
 
 func newCosmosDBResponseError(operation string, resp *cosmosDBResponse) *cosmosDBResponseError {
-	e := &cosmosDBResponseError{status: resp.status}
-	e.subStatus, _ = strconv.Atoi(resp.header.Get("X-Ms-Substatus"))
-	e.message = fmt.Sprintf("%s: HTTP %d", operation, e.status)
-	if e.subStatus != 0 {
+	e := &cosmosDBResponseError{status: resp.status, message: fmt.Sprintf("%s: HTTP %d", operation, resp.status)}
+	if e.subStatus, _ = strconv.Atoi(resp.header.Get("X-Ms-Substatus")); e.subStatus != 0 {
 		e.message += fmt.Sprintf(" substatus %d", e.subStatus)
 	}
 	var payload struct{ Code, Message string }

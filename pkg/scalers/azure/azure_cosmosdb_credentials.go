@@ -43,8 +43,7 @@ type CosmosDBSecret string
 
 func (CosmosDBSecret) String() string { return "[redacted]" }
 
-// CosmosDBConnection is how requests reach one account: its endpoint and
-// its key or Entra ID token (a connection string's two parts, or a token).
+// CosmosDBConnection is one account's endpoint and its key or token.
 type CosmosDBConnection struct {
 	Endpoint *url.URL
 	key      []byte
@@ -55,11 +54,9 @@ type CosmosDBConnection struct {
 // UsesKey reports whether requests to the account are signed with its key.
 func (a *CosmosDBConnection) UsesKey() bool { return a.key != nil }
 
-// ResolveCosmosDBConnections picks the data and the lease account and, for
-// each, a connection string, else an account key, else a bearer token
-// (workload identity, else a service principal). Without leaseConnection
-// and leaseEndpoint the lease account is the data account. Errors name the
-// parameter and never quote a secret.
+// ResolveCosmosDBConnections picks, for the data and the lease account, a
+// connection string, else an account key, else a bearer token (workload
+// identity, else a service principal). Errors never quote a secret.
 func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBConnection, err error) {
 	data, err = resolveCosmosDBConnection(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
@@ -95,7 +92,6 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 	return data, lease, nil
 }
 
-// resolveCosmosDBConnection resolves the data account, or with prefix "lease" the lease account.
 func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, endpoint string, key CosmosDBSecret, prefix string) (*CosmosDBConnection, error) {
 	connectionParam, endpointParam, keyParam := "connection", "endpoint", "cosmosDBKey"
 	if prefix != "" {
@@ -139,8 +135,7 @@ func newCosmosDBConnection(endpoint, key, endpointParam, keyParam string) (*Cosm
 	return &CosmosDBConnection{Endpoint: u, key: k}, nil
 }
 
-// splitCosmosDBConnectionString returns a connection string's AccountEndpoint
-// and AccountKey, names matched case-insensitively as in the SDKs.
+// splitCosmosDBConnectionString: names match case-insensitively, as in the SDKs.
 func splitCosmosDBConnectionString(connection string) (endpoint, key string) {
 	for part := range strings.SplitSeq(connection, ";") {
 		name, value, _ := strings.Cut(part, "=")
@@ -174,8 +169,7 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
 }
 
-// newCosmosDBTokenCredential builds the token credential of the accounts
-// without a key, and its scope "<resource>/.default".
+// newCosmosDBTokenCredential returns the accounts' token credential and scope.
 func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
 	settings := map[string]string{"cloud": auth.Cloud, "cosmosDBResourceURL": auth.CosmosDBResourceURL, DefaultActiveDirectoryEndpointKey: auth.ActiveDirectoryEndpoint}
 	resource, err := ParseEnvironmentProperty(settings, "cosmosDBResourceURL", func(env AzEnvironment) (string, error) {
@@ -195,7 +189,6 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 
 	switch auth.PodIdentity.Provider {
 	case v1alpha1.PodIdentityProviderAzureWorkload:
-		// Client, tenant and authority from the pod identity or AZURE_* variables.
 		cred, err := NewChainedCredential(logger, auth.PodIdentity)
 		if err != nil {
 			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
@@ -243,8 +236,7 @@ func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {
 	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
 }
 
-// cosmosDBHost is a URL's host as compared: lower case, without port or
-// trailing dot, at most the DNS limit (so no error quotes a huge value).
+// cosmosDBHost is a URL's host as compared: lower case, no port or trailing dot.
 func cosmosDBHost(param, raw string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Hostname() == "" {
@@ -256,7 +248,7 @@ func cosmosDBHost(param, raw string) (string, error) {
 	return "", fmt.Errorf("%s: host name must be at most 253 characters long (the DNS limit), got %d", param, len(u.Hostname()))
 }
 
-// isCosmosDBLoopback reports whether host is this machine (emulators, tests).
+// isCosmosDBLoopback: emulators and tests.
 func isCosmosDBLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
@@ -272,13 +264,11 @@ func cosmosDBAccountName(host string) string {
 	return label
 }
 
-// cosmosDBExcerpt echoes a user-supplied value in an error: whole up to
-// Cosmos DB's id limit (255 characters), else its first 32 characters and
-// its length, so no input makes a message large. Never given a secret.
+// cosmosDBExcerpt echoes a user-supplied value (never a secret) in an
+// error: whole up to Cosmos DB's id limit, else its first 32 characters.
 func cosmosDBExcerpt(value string) string {
 	if len(value) <= 255 || utf8.RuneCountInString(value) <= 255 {
 		return value
 	}
-	// 32 characters fit in 128 bytes of UTF-8.
 	return fmt.Sprintf("%s… (%d bytes)", string([]rune(value[:128])[:32]), len(value))
 }

@@ -10,8 +10,7 @@ import (
 // cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
 const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
-// cosmosDBKnownDomains are the Cosmos DB account domains of the known clouds,
-// and of Cosmos DB in Microsoft Fabric.
+// cosmosDBKnownDomains: the known clouds' account domains, and Fabric's.
 func cosmosDBKnownDomains() []string {
 	domains := []string{}
 	for _, env := range []AzEnvironment{PublicCloud, USGovernmentCloud, ChinaCloud, GermanCloud} {
@@ -23,17 +22,15 @@ func cosmosDBKnownDomains() []string {
 // cosmosDBKnownResources are the token audiences of the known clouds' Cosmos DB.
 var cosmosDBKnownResources = []string{"cosmos.azure.com", "cosmos.azure.us", "cosmos.azure.cn", "cosmos.azure.de"}
 
-// isUnderCosmosDBDomain: host is one of domains or a name under one.
 func isUnderCosmosDBDomain(host string, domains []string) bool {
 	return slices.ContainsFunc(domains, func(domain string) bool {
 		return host == domain || strings.HasSuffix(host, "."+domain)
 	})
 }
 
-// checkCosmosDBEndpoint allows an account key or token given apart from its
-// endpoint only over https to a known cloud's Cosmos DB host, to any https
-// host with cloud: Private, or to loopback. A connection string binds its
-// own endpoint and is not checked; the emulator's key is public.
+// checkCosmosDBEndpoint sends a key or token given apart from its endpoint
+// over https to a known cloud's Cosmos DB host, to any host with cloud:
+// Private, or to loopback. The emulator's key is public.
 func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string) error {
 	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
 	if isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey {
@@ -50,9 +47,8 @@ func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param stri
 		param, strings.Join(domains, ", "))
 }
 
-// checkCosmosDBTokenResource refuses, with cloud: Private, a token resource
-// of a known cloud's Cosmos DB or of one of its accounts: such a token would
-// be valid there too. resourceHost is as cosmosDBHost returns it.
+// checkCosmosDBTokenResource: with cloud: Private, a token for a known
+// cloud's Cosmos DB or one of its accounts would be valid there too.
 func checkCosmosDBTokenResource(auth CosmosDBAuth, resourceHost string) error {
 	if strings.EqualFold(auth.Cloud, PrivateCloud) && isUnderCosmosDBDomain(resourceHost, append(cosmosDBKnownDomains(), cosmosDBKnownResources...)) {
 		return fmt.Errorf("cosmosDBResourceURL: with cloud: Private it must not be a known cloud's Cosmos DB resource or account (%s); for a known cloud, set cloud to its name",

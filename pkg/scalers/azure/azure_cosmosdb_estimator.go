@@ -38,6 +38,7 @@ type CosmosDBLeaseLag struct {
 // CosmosDBLagEstimate is the outcome of one poll.
 type CosmosDBLagEstimate struct {
 	Leases       []CosmosDBLeaseLag // sorted by lease token
+	Skipped      []CosmosDBSkippedDocument
 	StaleParents int
 	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
 	CosmosDBCost      // of the whole poll; set on failure too
@@ -128,12 +129,13 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 // cosmosDBReadConcurrency readers; a stale parent is an error before the
 // final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool, cost *CosmosDBCost) (CosmosDBLagEstimate, int, error) {
-	leases, strangers, queryCost, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
+	found, queryCost, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
 	cost.add(queryCost)
 	if err != nil {
 		return CosmosDBLagEstimate{}, 0, err
 	}
-	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
+	leases, strangers := found.leases, found.strangers
+	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases)), Skipped: found.skipped}
 	var mu sync.Mutex // guards cost and res.StaleParents
 	read := func(ctx context.Context, i int) error {
 		lag, readCost, err := e.positions.lag(ctx, leases[i])

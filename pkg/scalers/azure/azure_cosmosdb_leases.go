@@ -25,6 +25,12 @@ type CosmosDBLease struct {
 	AllVersionsAndDeletes bool // else the processor reads latest versions
 }
 
+// CosmosDBSkippedDocument is a document of the processor's leases on this
+// container that is not counted, and why; the trigger ignores them.
+type CosmosDBSkippedDocument struct {
+	ID, Token, Reason string
+}
+
 // cosmosDBLeaseScope names one processor's leases on one container: ids
 // {processor}{accountHost}_{databaseRid}_{containerRid}..{token} (names for
 // Java v0). Names may be shared across containers or prefix one another.
@@ -71,16 +77,24 @@ func isCosmosDBRegional(label, account string) bool {
 // cosmosDBLeasePageSize: large pages, as the lease query is a poll's serial part.
 const cosmosDBLeasePageSize = 1000
 
+// cosmosDBLeases is what the lease query found: the scope's leases, its
+// documents that are not counted, and how many documents name another
+// container of this processor (strangers).
+type cosmosDBLeases struct {
+	leases    []CosmosDBLease
+	skipped   []CosmosDBSkippedDocument
+	strangers int
+}
+
 // readCosmosDBLeases queries, every page, the documents whose id starts with
-// the processor name, and returns the scope's leases and the number of
-// documents naming another container of this processor (strangers).
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, strangers int, cost CosmosDBCost, err error) {
+// the processor name.
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (found cosmosDBLeases, cost CosmosDBCost, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
 	})
 	if err != nil {
-		return nil, 0, cost, err
+		return found, cost, err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
 		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
@@ -96,26 +110,30 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		}
 		for _, doc := range documents {
 			switch {
-			case scope.owns(doc.ID, false):
-				if l, ok := doc.lease(); ok {
-					leases = append(leases, l)
+			case !scope.owns(doc.ID, false):
+				if scope.owns(doc.ID, true) {
+					found.strangers++
 				}
-			case scope.owns(doc.ID, true):
-				strangers++
+			case doc.skipped != "":
+				found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Reason: doc.skipped})
+			default:
+				l, reason := doc.lease()
+				if reason == "" {
+					found.leases = append(found.leases, l)
+				} else {
+					found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Token: l.Token, Reason: reason})
+				}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, 0, cost, err
-	}
-	return leases, strangers, cost, nil
+	return found, cost, err
 }
 
 // decodeCosmosDBLeasePage decodes a page's documents. A document whose
 // fields have other types than a lease's is not a lease, as the trigger
 // specifies: then the documents are decoded one by one, and those that do
-// not decode are left out.
+// not decode are marked skipped.
 func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 	var page struct{ Documents []cosmosDBLeaseDocument }
 	if err := json.Unmarshal(body, &page); !errors.As(err, new(*json.UnmarshalTypeError)) {
@@ -128,9 +146,11 @@ func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 	documents := make([]cosmosDBLeaseDocument, 0, len(raw.Documents))
 	for _, doc := range raw.Documents {
 		var d cosmosDBLeaseDocument
-		if json.Unmarshal(doc, &d) == nil {
-			documents = append(documents, d)
+		if err := json.Unmarshal(doc, &d); err != nil {
+			d = cosmosDBLeaseDocument{skipped: "not decodable"}
+			_ = json.Unmarshal(doc, &struct{ ID *string }{&d.ID})
 		}
+		documents = append(documents, d)
 	}
 	return documents, nil
 }
@@ -147,56 +167,61 @@ type cosmosDBLeaseDocument struct {
 	JavaFeedRange     *cosmosDBEPKRange `json:"feedRange"`
 	Owner             *string           `json:"Owner"`
 	Mode              *string           `json:"Mode"` // .NET v3 leases
+	skipped           string            // why the document did not decode
 }
 
 type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document. Without a lease token or a continuation
-// (never checkpointed), or in an unknown version, it is not a lease.
-func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, bool) {
+// lease decodes the document, or says why it is not a lease: no lease
+// token, no continuation (never checkpointed), an unknown version, or a
+// range or continuation that does not parse.
+func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, string) {
 	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID)} // PartitionId: the .NET v2 library
 	if doc.Owner != nil {
 		l.Owner = *doc.Owner
 	}
-	if l.Token == "" || doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "" {
-		return CosmosDBLease{}, false
-	}
-	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	switch {
+	case l.Token == "":
+		return l, "no lease token"
+	case doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "":
+		return l, cosmosDBNeverCheckpointed
 	case doc.Version != nil && *doc.Version == 1:
 		return doc.epkLease(l)
 	case doc.Version != nil && *doc.Version != 0:
-		return CosmosDBLease{}, false // a future format
+		return l, "unknown version"
 	}
 	var ok bool
-	l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken)
-	return l, ok
+	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
+	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); !ok {
+		return l, "malformed continuation"
+	}
+	return l, ""
 }
 
-func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool) {
+// cosmosDBNeverCheckpointed: a lease the processor has not checkpointed yet.
+const cosmosDBNeverCheckpointed = "never checkpointed"
+
+func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, string) {
 	r := doc.FeedRange // .NET; Java writes feedRange
 	if doc.JavaFeedRange != nil {
 		r = doc.JavaFeedRange
 	}
-	if r == nil || r.Range.Min == nil || r.Range.Max == nil {
-		return CosmosDBLease{}, false
+	if r == nil || r.Range.Min == nil || r.Range.Max == nil || *r.Range.Max == "" || strings.ToUpper(*r.Range.Min) >= strings.ToUpper(*r.Range.Max) {
+		return l, "malformed range"
 	}
-	l.EPK = true
-	l.Min, l.Max = strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
-	if l.Max == "" || l.Min >= l.Max {
-		return CosmosDBLease{}, false
-	}
+	l.EPK, l.Min, l.Max = true, strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
+	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	var ok bool
 	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); ok {
-		return l, true
+		return l, ""
 	}
 	// Java v4 keeps a Base64 JSON state: the etag is the token of the entry
 	// starting at the lease's min, and the state records the mode.
 	state, ok := decodeCosmosDBJavaState(*doc.ContinuationToken)
 	if !ok || len(state.Continuation.Continuation) == 0 {
-		return CosmosDBLease{}, false
+		return l, "malformed continuation"
 	}
 	entry := state.Continuation.Continuation[0]
 	for _, e := range state.Continuation.Continuation {
@@ -205,12 +230,14 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool)
 			break
 		}
 	}
-	if entry.Token == nil {
-		return CosmosDBLease{}, false
-	}
 	l.AllVersionsAndDeletes = parseCosmosDBMode(state.Mode)
-	l.Continuation, ok = normalizeCosmosDBEtag(*entry.Token)
-	return l, ok
+	if entry.Token == nil {
+		return l, cosmosDBNeverCheckpointed
+	}
+	if l.Continuation, ok = normalizeCosmosDBEtag(*entry.Token); !ok {
+		return l, "malformed continuation"
+	}
+	return l, ""
 }
 
 // cosmosDBJavaState is the Java v4 SDK's change feed state.

@@ -542,9 +542,10 @@ func TestCosmosDBLeaseDecoding(t *testing.T) {
 		return map[string]any{"Range": map[string]any{"min": lower, "max": upper, "isMinInclusive": true, "isMaxInclusive": false}}
 	}
 	tests := []struct {
-		name string
-		doc  map[string]any
-		want *CosmosDBLease // nil: not a lease
+		name    string
+		doc     map[string]any
+		want    *CosmosDBLease // nil: not a lease
+		skipped string         // why a document of the processor's is not counted
 	}{
 		{name: ".NET v0", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"24"`, "Owner": "host-a",
 			"FeedRange": dotnetRange("", "80"), "Mode": "Incremental Feed", "properties": map[string]any{}, "timestamp": "2026-06-28T14:42:40Z"},
@@ -568,17 +569,17 @@ func TestCosmosDBLeaseDecoding(t *testing.T) {
 			want: &CosmosDBLease{Token: "1", Owner: "worker", Continuation: `"9"`}},
 		{name: "bare LSN continuation", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": "24"},
 			want: &CosmosDBLease{Token: "0", Continuation: `"24"`}},
-		{name: "null continuation (never checkpointed)", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": nil}},
-		{name: "empty continuation", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": ""}},
-		{name: "no continuation field", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0"}},
+		{name: "null continuation (never checkpointed)", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": nil}, skipped: "never checkpointed"},
+		{name: "empty continuation", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": ""}, skipped: "never checkpointed"},
+		{name: "no continuation field", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0"}, skipped: "never checkpointed"},
 		{name: "Java v1 state not checkpointed", doc: map[string]any{"id": testCosmosDBLeaseID("-FF"), "version": 1, "LeaseToken": "-FF",
-			"feedRange": javaRange("", "FF"), "ContinuationToken": testCosmosDBJavaState(t, "INCREMENTAL", [3]string{"", "FF", "null"})}},
-		{name: "continuation is not an LSN", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"abc"`}},
-		{name: "no lease token", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "ContinuationToken": `"24"`}},
-		{name: "EPK lease without a range", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 1, "LeaseToken": "0", "ContinuationToken": `"24"`}},
-		{name: "EPK lease with an empty range", doc: map[string]any{"id": testCosmosDBLeaseID("80-80"), "version": 1, "LeaseToken": "80-80", "ContinuationToken": `"24"`, "FeedRange": dotnetRange("80", "80")}},
-		{name: "a future lease version", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 2, "LeaseToken": "0", "ContinuationToken": `"24"`}},
-		{name: "malformed field types", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": "zero", "LeaseToken": 0, "ContinuationToken": 24}},
+			"feedRange": javaRange("", "FF"), "ContinuationToken": testCosmosDBJavaState(t, "INCREMENTAL", [3]string{"", "FF", "null"})}, skipped: "never checkpointed"},
+		{name: "continuation is not an LSN", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "LeaseToken": "0", "ContinuationToken": `"abc"`}, skipped: "malformed continuation"},
+		{name: "no lease token", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 0, "ContinuationToken": `"24"`}, skipped: "no lease token"},
+		{name: "EPK lease without a range", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 1, "LeaseToken": "0", "ContinuationToken": `"24"`}, skipped: "malformed range"},
+		{name: "EPK lease with an empty range", doc: map[string]any{"id": testCosmosDBLeaseID("80-80"), "version": 1, "LeaseToken": "80-80", "ContinuationToken": `"24"`, "FeedRange": dotnetRange("80", "80")}, skipped: "malformed range"},
+		{name: "a future lease version", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": 2, "LeaseToken": "0", "ContinuationToken": `"24"`}, skipped: "unknown version"},
+		{name: "malformed field types", doc: map[string]any{"id": testCosmosDBLeaseID("0"), "version": "zero", "LeaseToken": 0, "ContinuationToken": 24}, skipped: "not decodable"},
 		{name: ".info document", doc: map[string]any{"id": "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID + ".info"}},
 		{name: ".lock document", doc: map[string]any{"id": "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_" + testCosmosDBContainerRID + ".lock", "ttl": 60}},
 	}
@@ -592,8 +593,19 @@ func TestCosmosDBLeaseDecoding(t *testing.T) {
 			if tt.want == nil {
 				assert.Empty(t, estimate.Leases)
 				assert.Empty(t, reads, "a document that is not a lease was read")
+				var reasons []string
+				for _, d := range estimate.Skipped {
+					assert.Equal(t, tt.doc["id"], d.ID)
+					reasons = append(reasons, d.Reason)
+				}
+				if tt.skipped == "" {
+					assert.Empty(t, reasons, "a document that is not the processor's lease was reported")
+				} else {
+					assert.Equal(t, []string{tt.skipped}, reasons)
+				}
 				return
 			}
+			assert.Empty(t, estimate.Skipped)
 			require.Len(t, estimate.Leases, 1)
 			tt.want.ID = tt.doc["id"].(string)
 			assert.Equal(t, *tt.want, estimate.Leases[0].CosmosDBLease)
