@@ -19,14 +19,15 @@
 # What goes in-tree: the same paths in KEDA's tree as here, selected by name.
 #   pkg/scalers/azure_cosmosdb_scaler.go, pkg/scalers/azure_cosmosdb_scaler_test.go
 #   pkg/scalers/azure/azure_cosmosdb_*.go           flat files of KEDA's package azure
-#                                                   (not *_bench_test.go)
+#                                                   (not *_bench_test.go nor azure_cosmosdb_inspect.go)
 #   tests/scalers/azure/azure_cosmosdb/,            KEDA's two e2e suites (build tag e2e),
 #   tests/scalers/azure/azure_cosmosdb_aad_wi/      every file in them
 #   tests/scalers/azure/helper/CosmosDBHelper.go    beside KEDA's other Azure e2e helpers
 # Everything else stays home and is never named by the patch:
 # pkg/scalers/keda_adapter.go and pkg/scalers/azure/keda_adapter.go (stand-ins for
 # names KEDA's scalers and azure packages already have),
-# pkg/scalers/azure_cosmosdb_inspect.go, the benchmarks (*_bench_test.go: their
+# pkg/scalers/azure_cosmosdb_inspect.go and pkg/scalers/azure/azure_cosmosdb_inspect.go
+# (what the commands read of the scaler), the benchmarks (*_bench_test.go: their
 # figures live in BENCHMARKS.md), pkg/cosmostest (the emulator), tests/emulator,
 # tests/local, tests/sdk, cmd.
 #
@@ -166,7 +167,7 @@ select_files() {
 		done
 		for f in "$s"/pkg/scalers/azure/azure_cosmosdb_*.go; do
 			[ -f "$f" ] || continue
-			case "$f" in *_bench_test.go) continue ;; esac
+			case "$f" in *_bench_test.go | */azure_cosmosdb_inspect.go) continue ;; esac
 			echo "pkg/scalers/azure/${f##*/}"
 			case "$f" in *_test.go) ;; *) n_azure=$((n_azure + 1)) ;; esac
 		done
@@ -448,7 +449,7 @@ for f in "${copied[@]}"; do
 done
 # Stays home (listed so the boundary is seen on every run).
 home=$(cd "$src" && {
-	ls pkg/scalers/keda_adapter.go pkg/scalers/azure/keda_adapter.go pkg/scalers/azure_cosmosdb_inspect.go 2>/dev/null
+	ls pkg/scalers/keda_adapter.go pkg/scalers/azure/keda_adapter.go pkg/scalers/azure_cosmosdb_inspect.go pkg/scalers/azure/azure_cosmosdb_inspect.go 2>/dev/null
 	find pkg tests -name '*cosmosdb*_bench_test.go' 2>/dev/null
 	find tests/scalers -mindepth 2 -maxdepth 2 -type d -name 'azure_cosmosdb*' ! -name azure_cosmosdb ! -name azure_cosmosdb_aad_wi 2>/dev/null
 } | LC_ALL=C sort)

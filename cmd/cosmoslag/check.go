@@ -143,7 +143,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return reportEstimateFailure(stdout, stderr, o.output, report, setup.secrets.Redact(err.Error()))
 	}
-	completeReport(ctx, setup, report, estimate, o.current, o.timeout, stderr)
+	completeReport(ctx, scaler, setup, report, estimate, o.current, o.timeout, stderr)
 	return writeCheckReport(stdout, stderr, o.output, report)
 }
 
@@ -243,16 +243,22 @@ func reportEstimateFailure(stdout, stderr io.Writer, output string, report *chec
 }
 
 // completeReport adds to the report what follows a successful estimate:
-// the lease rows and totals, the wake-from-zero warning, what the
-// diagnosis reads (within timeout) and the HPA's decision from current
-// replicas.
-func completeReport(ctx context.Context, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
+// the lease rows and totals, the leases not counted, the wake-from-zero
+// warnings, which leases' ranges merged or split (reading the ranges within
+// timeout if the estimate does not hold them) and the HPA's decision from
+// current replicas.
+func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
 	report.fill(estimate, checkNow())
 	if w := wakeFromZeroWarning(setup, report); w != "" {
 		report.Warnings = append(report.Warnings, w)
 	}
-	diagnoseCtx, cancel := context.WithTimeout(ctx, timeout)
-	diagnose(diagnoseCtx, setup, report, &estimate, stderr)
+	if w := partlyCheckpointedWarning(setup, report, report.NeverCheckpointed, report.NotDecodable); w != "" {
+		report.Warnings = append(report.Warnings, w)
+	}
+	rangesCtx, cancel := context.WithTimeout(ctx, timeout)
+	labelRanges(rangesCtx, scaler, report, &estimate, func(note string) {
+		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", setup.secrets.Redact(note))
+	})
 	cancel()
 	hpa := &autoscaler{Min: setup.min, Max: setup.max, Target: estimate.Threshold, MetricType: setup.config.MetricType, Cooldown: setup.cooldown, ScaleDownWindow: setup.scaleDownWindow}
 	plan := hpa.settle(int32(min(current, 1<<30)), report.Metric, report.Active)

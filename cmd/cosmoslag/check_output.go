@@ -49,9 +49,10 @@ type checkEstimate struct {
 	StaleParents int        `json:"staleParents"`
 	SplitRetried bool       `json:"splitRetried"`
 	// NeverCheckpointed are the tokens of the processor's leases without a
-	// continuation, which the estimate does not count (looked for when the
-	// ScaledObject can scale to zero).
+	// continuation, NotDecodable those (or the document ids) of its leases
+	// that did not decode: the estimate does not count either.
 	NeverCheckpointed []string `json:"neverCheckpointed,omitempty"`
+	NotDecodable      []string `json:"notDecodable,omitempty"`
 	TotalLag          int64    `json:"totalLag"`
 	ActivePartitions  int64    `json:"activePartitions"`
 	Metric            int64    `json:"metric"`
@@ -113,6 +114,7 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 	}
 	sort.SliceStable(r.Leases, func(i, j int) bool { return tokenLess(r.Leases[i].Token, r.Leases[j].Token) })
 	r.StaleParents, r.SplitRetried = res.StaleParents, res.SplitRetried
+	r.NeverCheckpointed, r.NotDecodable = uncountedLeases(res.Skipped)
 	r.TotalLag, r.ActivePartitions, r.Metric, r.Active = s.TotalLag, s.ActivePartitions, s.Metric, s.Active
 	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, e.Duration.Milliseconds()
 }

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
+)
+
+// tokenIssuer is the tests' Entra ID, also serving Entra ID's public hosts
+// (instance discovery) through a proxy; its CA is trusted through
+// SSL_CERT_FILE, which Go reads at the first TLS connection.
+var tokenIssuer *entraidtest.Issuer
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	issuer, err := entraidtest.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer issuer.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(issuer.CAPEM())
+	proxy, err := connectproxy.New(issuer, issuer.Certificate, roots)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer proxy.Close()
+	dir, err := os.MkdirTemp("", "cosmoslag-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, issuer.CAPEM(), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("SSL_CERT_FILE", caFile)
+	os.Setenv("HTTPS_PROXY", proxy.URL()) // loopback hosts are never proxied
+	os.Unsetenv("NO_PROXY")
+	os.Unsetenv("no_proxy")
+	tokenIssuer = issuer
+	return m.Run()
+}
+
+const (
+	bearerResource           = "https://cosmos.private.example"
+	clientSecret             = "entra-client-secret-canary"
+	servicePrincipalAuthYAML = `apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmos-auth
+  namespace: shop
+spec:
+  secretTargetRef:
+    - {parameter: tenantId, name: cosmos-sp, key: tenantId}
+    - {parameter: clientId, name: cosmos-sp, key: clientId}
+    - {parameter: clientSecret, name: cosmos-sp, key: clientSecret}
+`
+)
+
+// bearerScaledObject is the test ScaledObject for srv, an account of a
+// private cloud that takes only Entra ID tokens for bearerResource.
+func bearerScaledObject(srv *cosmostest.Server) string {
+	metadata := fmt.Sprintf("endpoint: %s\n        cloud: Private\n        cosmosDBResourceURL: %s\n        activeDirectoryEndpoint: %s\n        changeFeedLagThreshold:",
+		srv.URL(), bearerResource, tokenIssuer.URL())
+	return strings.Replace(scaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
+}
+
+// check and validate read an account that takes only Entra ID tokens as
+// they read one with a key: with a service principal and with workload
+// identity, check shows every lease row, its lag and owner, labels the
+// leases whose range split (EPK leases: from the ranges the estimate holds)
+// and reports the leases never checkpointed, all through the scaler's own
+// client; neither the client secret nor the federated token is printed.
+func TestCheckWithEntraIDTokens(t *testing.T) {
+	const resource = bearerResource
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
+	defer srv.Close()
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 3)
+	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV1)
+	tokens, err := proc.CreateLeases(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range tokens[:2] {
+		if err := proc.CatchUp(token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, right, err := data.Split("0") // lease tokens[0] now spans two ranges
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteItemsToRange("1", 7); err != nil {
+		t.Fatal(err)
+	}
+
+	federated := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(federated, []byte("federated-token-canary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	so := bearerScaledObject(srv)
+	for _, tc := range []struct {
+		name, auth string
+		env        map[string]string
+		grant      string
+	}{
+		{"service principal", servicePrincipalAuthYAML, map[string]string{"tenantId": "shop-tenant", "clientId": "order-scaler", "clientSecret": clientSecret}, "secret"},
+		{"workload identity", `apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmos-auth
+  namespace: shop
+spec:
+  podIdentity:
+    provider: azure-workload
+`, map[string]string{"AZURE_AUTHORITY_HOST": tokenIssuer.URL(), "AZURE_TENANT_ID": "shop-tenant", "AZURE_CLIENT_ID": "order-workload",
+			"AZURE_FEDERATED_TOKEN_FILE": federated}, "assertion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			dir := t.TempDir()
+			soFile, taFile := writeFile(t, dir, "so.yaml", so), writeFile(t, dir, "ta.yaml", tc.auth)
+			before := len(tokenIssuer.Grants())
+			code, table, stderr := runCmd(t, "check", "-f", soFile, "--auth", taFile)
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, stderr)
+			}
+			grants := tokenIssuer.Grants()[before:]
+			if len(grants) == 0 || grants[0].Credential != tc.grant || grants[0].Scope != resource+"/.default" {
+				t.Fatalf("token grants %+v, want a %s grant for %s/.default", grants, tc.grant, resource)
+			}
+			code, out, _ := runCmd(t, "check", "-f", soFile, "--auth", taFile, "-o", "json")
+			var r checkReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || r.checkEstimate == nil {
+				t.Fatalf("json: exit %d, %v\n%s", code, err, out)
+			}
+			for _, token := range tokens[:2] {
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(token) + `\s+v1\s+LatestVersion\s`).MatchString(table) {
+					t.Errorf("no table row for lease %s:\n%s", token, table)
+				}
+			}
+			split := leaseRowOf(t, r, tokens[0])
+			if split.RangeChange != "split" || strings.Join(split.LiveRanges, ",") != left.ID+","+right.ID {
+				t.Errorf("lease %s: rangeChange %q, liveRanges %q; want split into %s, %s", tokens[0], split.RangeChange, split.LiveRanges, left.ID, right.ID)
+			}
+			if lag := leaseRowOf(t, r, tokens[1]).Lag; lag != 7 {
+				t.Errorf("lease %s: lag %d, want 7", tokens[1], lag)
+			}
+			if strings.Join(r.NeverCheckpointed, ",") != tokens[2] || !strings.Contains(table, "1 never checkpointed (no continuation: "+tokens[2]+")") {
+				t.Errorf("neverCheckpointed %q, want [%s]; table:\n%s", r.NeverCheckpointed, tokens[2], table)
+			}
+			assertNoSecret(t, clientSecret, table, stderr, out)
+			assertNoSecret(t, "federated-token-canary", table, stderr, out)
+
+			code, out, stderr = runCmd(t, "validate", "-f", soFile, "-f", taFile)
+			if code != exitOK {
+				t.Errorf("validate: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+		})
+	}
+}
+
+// A range-id lease whose range split is a stale parent the estimate holds
+// no ranges for: check reads them with the scaler's client, here with a
+// service principal's token, and labels the lease.
+func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(bearerResource + "/.default")))
+	defer srv.Close()
+	db := srv.CreateDatabase("shop")
+	data := db.CreateContainer("orders", "/pk", 2)
+	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
+	if _, err := proc.CreateLeases(true); err != nil {
+		t.Fatal(err)
+	}
+	left, right, err := data.Split("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"tenantId": "shop-tenant", "clientId": "order-scaler", "clientSecret": clientSecret} {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(srv)), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
+	var r checkReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || r.checkEstimate == nil {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, stderr)
+	}
+	if l := leaseRowOf(t, r, "0"); !l.StaleParent || l.RangeChange != "split" || strings.Join(l.LiveRanges, ",") != left.ID+","+right.ID {
+		t.Errorf("lease 0: staleParent %v, rangeChange %q, liveRanges %q; want a stale parent split into %s, %s", l.StaleParent, l.RangeChange, l.LiveRanges, left.ID, right.ID)
+	}
+	assertNoSecret(t, clientSecret, out, stderr)
+}
