@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	v2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/metrics/pkg/apis/external_metrics"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
@@ -128,24 +126,14 @@ func plainCosmosDBSecrets(triggerMetadata map[string]string) []string {
 	return names
 }
 
-// cosmosDBWarned: the ScaledObject generations warned about (KEDA rebuilds
-// a scaler after every failed poll; one warning per configuration is enough).
-var cosmosDBWarned sync.Map
-
 // warnAboutPlainCosmosDBSecrets logs and records a Warning event naming the
-// parameters, never a value.
+// parameters, never a value, whenever the scaler is built.
 func warnAboutPlainCosmosDBSecrets(config *scalersconfig.ScalerConfig, logger logr.Logger) {
 	names := plainCosmosDBSecrets(config.TriggerMetadata)
 	if len(names) == 0 {
 		return
 	}
 	message := fmt.Sprintf("Warning: secret parameter(s) %s of scaler %s given in plain trigger metadata; move them to a TriggerAuthentication", strings.Join(names, ", "), config.TriggerType)
-	if object, ok := config.ScaledObject.(metav1.Object); ok {
-		key := fmt.Sprintf("%s/%s/%d", config.ScalableObjectNamespace, config.ScalableObjectName, config.TriggerIndex)
-		if generation, seen := cosmosDBWarned.Swap(key, object.GetGeneration()); seen && generation == object.GetGeneration() {
-			return
-		}
-	}
 	logger.Info(message)
 	if config.Recorder != nil && config.ScaledObject != nil {
 		config.Recorder.Eventf(config.ScaledObject, nil, corev1.EventTypeWarning, eventreason.KEDAScalersInfo, eventreason.KEDAScalersInfo, "%s", message)
