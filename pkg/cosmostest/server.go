@@ -15,12 +15,13 @@ import (
 )
 
 // Server is one Cosmos DB account served over HTTP or HTTPS by a
-// net/http/httptest.Server. Its Account methods (CreateDatabase,
-// InjectFault, Requests, …) configure and observe the account; two accounts
-// are two servers. All methods are safe for concurrent use.
+// net/http/httptest.Server, the way httptest.Server serves its Config: the
+// model is its Account field (CreateDatabase, Container, …), the HTTP handler
+// serving it its Handler field (InjectFault, SetLatency, Requests, …); two
+// accounts are two servers. All methods are safe for concurrent use.
 type Server struct {
-	*Account
-	*Handler
+	Account *Account // the model: databases, containers, ranges, items
+	Handler *Handler // serves Account's REST API: auth, faults, latency, request log
 
 	http      *httptest.Server
 	url       string

@@ -181,7 +181,7 @@ func TestEntraIDEndToEnd(t *testing.T) {
 	ti, client := newIssuer(t)
 	s := cosmostest.NewTLSServer(cosmostest.WithTokenVerifier(ti.Verifier(cosmosScope)))
 	defer s.Close()
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 
 	cred, err := azidentity.NewClientSecretCredential("tenant-5", "client-5", "s3cret",
 		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL())})
@@ -222,7 +222,7 @@ func TestEntraIDEndToEnd(t *testing.T) {
 			t.Errorf("rid %s", resp.DatabaseProperties.ResourceID)
 		}
 	}
-	for _, r := range s.Requests() {
+	for _, r := range s.Handler.Requests() {
 		if a := r.Header.Get("Authorization"); a != "" && a != "type=aad&ver=1.0&sig=REDACTED" {
 			t.Errorf("logged authorization %q", a)
 		}

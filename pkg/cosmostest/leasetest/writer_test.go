@@ -26,7 +26,7 @@ type leaseFixture struct {
 func newLeaseFixture(t *testing.T, leasePK string) leaseFixture {
 	s := cosmostest.NewServer()
 	t.Cleanup(s.Close)
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 	data := db.CreateContainer("data", "/pk", 2)
 	if err := data.WriteItemsToRange("0", 5); err != nil {
 		t.Fatal(err)
