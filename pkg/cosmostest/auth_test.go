@@ -83,7 +83,7 @@ func TestMasterKeyAuthorization(t *testing.T) {
 			}
 		})
 	}
-	if n := s.Handler.Count(KindDatabase); n != 10 {
+	if n := s.Handler.Count(kindDatabase); n != 10 {
 		t.Errorf("logged %d database requests, want 10 (401s included)", n)
 	}
 	for _, r := range s.Handler.Requests() {

@@ -81,7 +81,7 @@ func exerciseSDK(t *testing.T, s *Server, newClient func(*Server) (*azcosmos.Cli
 	if dbResp.DatabaseProperties.ResourceID != db.RID() {
 		t.Errorf("database ResourceID %q, want %q", dbResp.DatabaseProperties.ResourceID, db.RID())
 	}
-	if s.Handler.Count(KindAccount) == 0 {
+	if s.Handler.Count(kindAccount) == 0 {
 		t.Error("the SDK did not read account properties first")
 	}
 

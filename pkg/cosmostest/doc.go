@@ -105,11 +105,11 @@
 //     the decimal bit set in x-ms-cosmos-sdk-supportedcapabilities) is
 //     refused with 400 naming the header, after authorization; the
 //     service's exact refusal status is not documented.
-//   - Faults and observation: InjectFault (status + substatus, 429 with
-//     x-ms-retry-after-ms, latency, malformed body, dropped connection, a
-//     verbatim body and headers, and a Hook that runs at an exact point of a
-//     client's request sequence, e.g. to split a range) by request kind and
-//     range, for N requests or always; SetLatency; a request
+//   - Faults and observation, on the Handler: InjectFault (status +
+//     substatus, 429 with x-ms-retry-after-ms, malformed body, dropped
+//     connection, a verbatim body and headers, and a Hook that runs at an
+//     exact point of a client's request sequence, e.g. to split a range) by
+//     request kind and range, for N requests or always; SetLatency; a request
 //     log (Requests, Count) that records every request, including faulted and
 //     unauthorized ones.
 //   - Leases: package leasetest (leasetest.Writer) writes lease documents

@@ -103,7 +103,7 @@ func TestFaultMalformedBody(t *testing.T) {
 func TestFaultDroppedConnection(t *testing.T) {
 	s := newTestServer(t)
 	s.Account.CreateDatabase("db")
-	s.Handler.InjectFault(Fault{Kind: KindDatabase, DropConnection: true, Times: 1})
+	s.Handler.InjectFault(Fault{Kind: kindDatabase, DropConnection: true, Times: 1})
 	// A fresh connection per request, so the transport cannot retry silently.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
@@ -140,7 +140,7 @@ func send(s *Server, client *http.Client, ctx context.Context, path string) (*ht
 func TestFaultLatency(t *testing.T) {
 	s := newTestServer(t)
 	s.Account.CreateDatabase("db")
-	s.Handler.InjectFault(Fault{Kind: KindDatabase, Latency: 150 * time.Millisecond, Times: 1})
+	s.Handler.InjectFault(Fault{Kind: kindDatabase, latency: 150 * time.Millisecond, Times: 1})
 	start := time.Now()
 	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, 200)
@@ -171,7 +171,7 @@ func TestLatencyHonoursRequestContext(t *testing.T) {
 	// The handler notices the cancellation and records the request without
 	// an answer; goleak (TestMain) proves no goroutine keeps sleeping.
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Handler.Count(KindDatabase) == 0 && time.Now().Before(deadline) {
+	for s.Handler.Count(kindDatabase) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if reqs := s.Handler.Requests(); len(reqs) != 1 || reqs[0].Status != 0 {
@@ -187,7 +187,7 @@ func TestLatencyHonoursRequestContext(t *testing.T) {
 func TestCloseWakesSleepingHandlers(t *testing.T) {
 	s := NewServer()
 	s.Account.CreateDatabase("db")
-	s.Handler.InjectFault(Fault{Latency: time.Hour})
+	s.Handler.InjectFault(Fault{latency: time.Hour})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := send(s, s.Client(), context.Background(), "/dbs/db")
@@ -225,7 +225,7 @@ func TestRequestLogAndCounters(t *testing.T) {
 	call(t, s, http.MethodGet, "/dbs/db/colls/data", nil, nil)
 	call(t, s, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil)
 	changeFeed(t, s, c, "1", "", nil)
-	if s.Handler.Count(KindAccount) != 1 || s.Handler.Count(KindContainer) != 1 || s.Handler.Count(KindPKRanges) != 1 || s.Handler.Count(KindChangeFeed) != 1 || s.Handler.Count("") != 4 {
+	if s.Handler.Count(kindAccount) != 1 || s.Handler.Count(kindContainer) != 1 || s.Handler.Count(kindPKRanges) != 1 || s.Handler.Count(KindChangeFeed) != 1 || s.Handler.Count("") != 4 {
 		t.Errorf("counts: %+v", s.Handler.Requests())
 	}
 	r := s.Handler.Requests()[3]

@@ -36,17 +36,17 @@ func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.
 		body         any
 		ok           int
 	}{
-		{KindAccount, http.MethodGet, "/", nil, nil, http.StatusOK},
-		{KindDatabase, http.MethodGet, "/dbs/db", nil, nil, http.StatusOK},
-		{KindContainer, http.MethodGet, "/dbs/db/colls/data", nil, nil, http.StatusOK},
-		{KindPKRanges, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil, http.StatusOK},
+		{kindAccount, http.MethodGet, "/", nil, nil, http.StatusOK},
+		{kindDatabase, http.MethodGet, "/dbs/db", nil, nil, http.StatusOK},
+		{kindContainer, http.MethodGet, "/dbs/db/colls/data", nil, nil, http.StatusOK},
+		{kindPKRanges, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil, http.StatusOK},
 		{KindQuery, http.MethodPost, docs, map[string]string{
 			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
 			"x-ms-documentdb-query-enablecrosspartition": "true",
 		}, map[string]any{"query": "SELECT * FROM c"}, http.StatusOK},
 		{KindChangeFeed, http.MethodGet, docs, map[string]string{"A-IM": "Incremental feed", "x-ms-documentdb-partitionkey": `["a"]`}, nil, http.StatusOK},
-		{KindCreate, http.MethodPost, docs, map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, map[string]any{"id": "new", "pk": "b"}, http.StatusCreated},
-		{KindReadItem, http.MethodGet, docs + "/new", map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, nil, http.StatusOK},
+		{kindCreate, http.MethodPost, docs, map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, map[string]any{"id": "new", "pk": "b"}, http.StatusCreated},
+		{kindReadItem, http.MethodGet, docs + "/new", map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, nil, http.StatusOK},
 	}
 	for _, tc := range []struct {
 		name, value string // value "" sends no header
@@ -70,12 +70,12 @@ func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.
 				if tc.value != "" {
 					hdr["x-ms-cosmos-sdk-supportedcapabilities"] = tc.value
 				}
-				if rq.kind == KindCreate {
+				if rq.kind == kindCreate {
 					hdr["x-ms-documentdb-is-upsert"] = "true" // the same item, once per case
 				}
 				resp, raw := call(t, s, rq.method, rq.path, hdr, rq.body)
 				if tc.admitted {
-					if resp.StatusCode != rq.ok && !(rq.kind == KindCreate && resp.StatusCode == http.StatusOK) {
+					if resp.StatusCode != rq.ok && !(rq.kind == kindCreate && resp.StatusCode == http.StatusOK) {
 						t.Errorf("%s %s: %d %s, want %d", rq.kind, rq.path, resp.StatusCode, raw, rq.ok)
 					}
 					continue

@@ -133,7 +133,7 @@ func TestItemLifecycleOverREST(t *testing.T) {
 	if n := len(c.Items()); n != 2 {
 		t.Errorf("%d items, want 2 (a, m)", n)
 	}
-	for kind, want := range map[RequestKind]int{KindCreate: 8, KindReadItem: 2, KindReplace: 3, KindDelete: 2} {
+	for kind, want := range map[RequestKind]int{kindCreate: 8, kindReadItem: 2, kindReplace: 3, kindDelete: 2} {
 		if got := s.Handler.Count(kind); got != want {
 			t.Errorf("Count(%s) = %d, want %d", kind, got, want)
 		}

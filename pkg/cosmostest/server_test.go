@@ -12,8 +12,8 @@ func TestTLSServerTrustsOnlyItsOwnCertificate(t *testing.T) {
 	s := NewTLSServer()
 	defer s.Close()
 	s.Account.CreateDatabase("db")
-	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") || s.CertPool() == nil {
-		t.Fatalf("url %q pool %v", s.URL(), s.CertPool())
+	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") || s.CertPEM() == nil {
+		t.Fatalf("url %q certificate %q", s.URL(), s.CertPEM())
 	}
 	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)
@@ -27,10 +27,10 @@ func TestTLSServerTrustsOnlyItsOwnCertificate(t *testing.T) {
 	}
 }
 
-func TestPlainServerHasNoCertPool(t *testing.T) {
+func TestPlainServerHasNoCertificate(t *testing.T) {
 	s := newTestServer(t)
-	if s.CertPool() != nil || !strings.HasPrefix(s.URL(), "http://") {
-		t.Errorf("url %q pool %v", s.URL(), s.CertPool())
+	if s.CertPEM() != nil || !strings.HasPrefix(s.URL(), "http://") {
+		t.Errorf("url %q certificate %q", s.URL(), s.CertPEM())
 	}
 }
 
