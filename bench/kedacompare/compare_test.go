@@ -61,7 +61,7 @@ func BenchmarkPoll(b *testing.B) {
 		if _, err := leasetest.LaggingLeases(srv.Account, "orders-processor", leases, 3); err != nil {
 			b.Fatal(err)
 		}
-		srv.SetLatency(2 * time.Millisecond)
+		srv.Handler.SetLatency(2 * time.Millisecond)
 		for _, impl := range []struct {
 			name string
 			new  func(*scalersconfig.ScalerConfig) (scaler, error)
@@ -78,7 +78,7 @@ func BenchmarkPoll(b *testing.B) {
 				if _, err := pollOnce(context.Background(), s); err != nil { // warm caches and connections
 					b.Fatal(err)
 				}
-				srv.ResetRequests()
+				srv.Handler.ResetRequests()
 				b.ReportAllocs()
 				b.ResetTimer()
 				var polls, metric int64
@@ -89,7 +89,7 @@ func BenchmarkPoll(b *testing.B) {
 					polls++
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(len(srv.Requests()))/float64(polls), "requests/poll")
+				b.ReportMetric(float64(len(srv.Handler.Requests()))/float64(polls), "requests/poll")
 				b.ReportMetric(float64(metric), "metric")
 			})
 		}

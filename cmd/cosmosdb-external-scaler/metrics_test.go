@@ -31,7 +31,7 @@ func TestMetricsOnTheHealthPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(connEnv, cosmos.ConnectionString())
-	cosmos.ResetRequests()
+	cosmos.Handler.ResetRequests()
 
 	ctx, stop := context.WithCancel(context.Background())
 	stderrR, stderrW := io.Pipe()
@@ -97,7 +97,7 @@ func TestMetricsOnTheHealthPort(t *testing.T) {
 		{ns + "grpc_calls_total", map[string]string{"service": service, "method": "IsActive", "code": "InvalidArgument"}, 1},
 		{ns + "grpc_call_duration_seconds", map[string]string{"service": service, "method": "GetMetrics"}, 2},
 		{ns + "estimate_duration_seconds", map[string]string{"result": "ok"}, 3},
-		{ns + "cosmosdb_requests_total", nil, float64(cosmos.Count(""))},
+		{ns + "cosmosdb_requests_total", nil, float64(cosmos.Handler.Count(""))},
 		{ns + "scalers", nil, 1},
 	} {
 		if got := sample(t, families, c.family, c.labels); got != c.want {
@@ -105,7 +105,7 @@ func TestMetricsOnTheHealthPort(t *testing.T) {
 		}
 	}
 	if got := sample(t, families, ns+"cosmosdb_request_charge_total", nil); got <= 0 {
-		t.Errorf("request charge %v, want the RU of %d requests", got, cosmos.Count(""))
+		t.Errorf("request charge %v, want the RU of %d requests", got, cosmos.Handler.Count(""))
 	}
 	if _, ok := families["go_goroutines"]; !ok {
 		t.Error("no Go runtime metrics")

@@ -37,7 +37,7 @@ func TestGetMetricSpec(t *testing.T) {
 		t.Fatalf("spec = {%q %d %v}, want {%q 20 20}", spec.MetricName, spec.TargetSize, spec.TargetSizeFloat, want)
 	}
 	// Building the spec reads nothing from Cosmos DB.
-	if n := len(f.cosmos.Requests()); n != 0 {
+	if n := len(f.cosmos.Handler.Requests()); n != 0 {
 		t.Errorf("GetMetricSpec sent %d requests to Cosmos DB", n)
 	}
 }
@@ -125,14 +125,14 @@ func TestBackToBackCallsShareOneEstimate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.cosmos.ResetRequests()
+		f.cosmos.Handler.ResetRequests()
 		if _, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref(md), MetricName: spec.MetricSpecs[0].MetricName}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.client.IsActive(ctx, ref(md)); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.cosmos.Count(cosmostest.KindQuery); got != tc.queries {
+		if got := f.cosmos.Handler.Count(cosmostest.KindQuery); got != tc.queries {
 			t.Errorf("result-max-age %v: %d lease queries, want %d", tc.maxAge, got, tc.queries)
 		}
 	}
@@ -315,7 +315,7 @@ func TestEstimateFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &pb.GetMetricsRequest{ScaledObjectRef: ref(md), MetricName: spec.MetricSpecs[0].MetricName}
-	remove := f.cosmos.InjectFault(cosmostest.Fault{Kind: cosmostest.KindQuery, Status: http.StatusBadRequest})
+	remove := f.cosmos.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindQuery, Status: http.StatusBadRequest})
 	_, err = f.client.GetMetrics(ctx, req)
 	assertStatus(t, err, codes.Unavailable, []string{"query leases", "400"}, f.cosmos.Key())
 	_, err = f.client.IsActive(ctx, ref(md))
@@ -332,7 +332,7 @@ func TestEstimateHonoursTheCallDeadline(t *testing.T) {
 	if _, err := f.client.GetMetricSpec(testContext(t), ref(metadata())); err != nil {
 		t.Fatal(err)
 	}
-	f.cosmos.SetLatency(5 * time.Second)
+	f.cosmos.Handler.SetLatency(5 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -343,7 +343,7 @@ func TestEstimateHonoursTheCallDeadline(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("returned after %v", d)
 	}
-	f.cosmos.SetLatency(0)
+	f.cosmos.Handler.SetLatency(0)
 }
 
 // A scaler nobody calls for the idle timeout is closed (its ScaledObject
@@ -460,8 +460,8 @@ func TestShutdownDeadline(t *testing.T) {
 	if _, err := f.client.GetMetricSpec(ctx, ref(metadata())); err != nil {
 		t.Fatal(err)
 	}
-	f.cosmos.SetLatency(30 * time.Second)
-	defer f.cosmos.SetLatency(0)
+	f.cosmos.Handler.SetLatency(30 * time.Second)
+	defer f.cosmos.Handler.SetLatency(0)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := f.client.IsActive(ctx, ref(metadata()))

@@ -86,7 +86,7 @@ func TestPerTriggerMetrics(t *testing.T) {
 	}
 
 	// A failed estimate: success 0, the last good figures kept.
-	remove := f.cosmos.InjectFault(cosmostest.Fault{Kind: cosmostest.KindQuery, Status: http.StatusBadRequest})
+	remove := f.cosmos.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindQuery, Status: http.StatusBadRequest})
 	if err := getMetrics(metadata()); err == nil {
 		t.Fatal("GetMetrics succeeded with a failing lease query")
 	}

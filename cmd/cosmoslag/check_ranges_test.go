@@ -55,7 +55,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 	t.Run("range-id leases", func(t *testing.T) {
 		srv := cosmostest.NewServer(cosmostest.WithPartitionMerge())
 		defer srv.Close()
-		db := srv.CreateDatabase("shop")
+		db := srv.Account.CreateDatabase("shop")
 		data := db.CreateContainer("orders", "/pk", 4)
 		proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 		if _, err := proc.CreateLeases(true); err != nil {
@@ -101,7 +101,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 	t.Run("EPK leases over a merged range", func(t *testing.T) {
 		srv := cosmostest.NewServer(cosmostest.WithPartitionMerge())
 		defer srv.Close()
-		db := srv.CreateDatabase("shop")
+		db := srv.Account.CreateDatabase("shop")
 		data := db.CreateContainer("orders", "/pk", 2)
 		proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV1)
 		tokens, err := proc.CreateLeases(true)
@@ -130,7 +130,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 	// Without a split or merge the table has no RANGE column.
 	srv := cosmostest.NewServer()
 	defer srv.Close()
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	proc := leasetest.NewWriter("order-projector", db.CreateContainer("orders", "/pk", 2), db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestCheckLabelsLeasesWhoseRangeMerged(t *testing.T) {
 func TestCheckWarnsWhenSomeLeasesWereNeverCheckpointed(t *testing.T) {
 	srv := cosmostest.NewServer()
 	defer srv.Close()
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 3)
 	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(false); err != nil {

@@ -36,8 +36,8 @@ func startSample(meta map[string]string) (*cosmostest.Server, error) {
 		return nil, errors.New("--emulator: the lease container must differ from the monitored container")
 	}
 	srv := cosmostest.NewServer()
-	data := srv.CreateDatabase(db).CreateContainer(coll, "/pk", len(sampleBacklog))
-	leases := srv.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
+	data := srv.Account.CreateDatabase(db).CreateContainer(coll, "/pk", len(sampleBacklog))
+	leases := srv.Account.CreateDatabase(leaseDB).CreateContainer(leaseColl, "/id", 1)
 	proc := leasetest.NewWriter(processor, data, leases, "dotnet-v0")
 	if err := fillSample(data, proc); err != nil {
 		srv.Close()

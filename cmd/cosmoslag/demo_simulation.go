@@ -127,7 +127,7 @@ func newWorld(cfg simConfig) (*world, error) {
 		phase:     -1,
 	}
 	w.mergeStep = max(int(math.Round(mergeAt*steps)), w.splitStep+1)
-	db := w.srv.CreateDatabase(demoDatabase)
+	db := w.srv.Account.CreateDatabase(demoDatabase)
 	w.data = db.CreateContainer(demoContainer, "/tenant", cfg.Partitions)
 	leases := db.CreateContainer(demoLeaseContainer, "/id", 1)
 

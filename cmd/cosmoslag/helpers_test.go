@@ -38,7 +38,7 @@ func newShopAccount(t *testing.T, ranges int, format cosmostest.LeaseFormat) (*c
 	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", ranges)
 	leases := db.CreateContainer("leases", "/id", 1)
 	return srv, data, leasetest.NewWriter("order-projector", data, leases, format)

@@ -37,7 +37,7 @@ func metadataOf(t *testing.T, change map[string]any) map[string]any {
 // "current" ({} for deletes), the LSN and operation in "metadata".
 func TestAllVersionsFeedListsEveryChange(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	start := c.LSN("0")
 	mustUpsert := func(doc map[string]any) {
 		if _, err := c.Upsert(doc); err != nil {
@@ -102,7 +102,7 @@ func TestAllVersionsFeedListsEveryChange(t *testing.T) {
 // Pages follow the etag, one change at a time, then 304.
 func TestAllVersionsFeedPagesByEtag(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("p", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestAllVersionsFeedPagesByEtag(t *testing.T) {
 // "*" starts now (304 with the current LSN), the wire format is required.
 func TestAllVersionsFeedStartRules(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("p", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestAllVersionsFeedStartRules(t *testing.T) {
 // own changes; a gone range is 410/1002 as in latest-version mode.
 func TestAllVersionsFeedScopesAndSplits(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	for _, pk := range []string{"x", "y"} {
 		if _, err := c.Upsert(map[string]any{"id": pk, "pk": pk}); err != nil {
 			t.Fatal(err)

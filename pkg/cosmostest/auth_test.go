@@ -48,7 +48,7 @@ func TestStringToSignLowercasesAllButTheLink(t *testing.T) {
 
 func TestMasterKeyAuthorization(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db")
+	s.Account.CreateDatabase("db")
 	other := base64.StdEncoding.EncodeToString([]byte("not the key"))
 	badSig, _ := MasterKeyAuthorization(other, "GET", "/dbs/db", time.Now().UTC().Format(http.TimeFormat))
 	wrongPath, _ := MasterKeyAuthorization(s.Key(), "GET", "/dbs/other", time.Now().UTC().Format(http.TimeFormat))
@@ -83,10 +83,10 @@ func TestMasterKeyAuthorization(t *testing.T) {
 			}
 		})
 	}
-	if n := s.Count(KindDatabase); n != 10 {
+	if n := s.Handler.Count(kindDatabase); n != 10 {
 		t.Errorf("logged %d database requests, want 10 (401s included)", n)
 	}
-	for _, r := range s.Requests() {
+	for _, r := range s.Handler.Requests() {
 		if a := r.Header.Get("Authorization"); a != "" && !strings.HasSuffix(a, "sig=REDACTED") {
 			t.Errorf("request log keeps the signature: %q", a)
 		}
@@ -95,7 +95,7 @@ func TestMasterKeyAuthorization(t *testing.T) {
 
 func TestMaxClockSkewOption(t *testing.T) {
 	s := newTestServer(t, withMaxClockSkew(time.Minute))
-	s.CreateDatabase("db")
+	s.Account.CreateDatabase("db")
 	resp, raw := callAt(t, s, time.Now().Add(-2*time.Minute), http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, http.StatusUnauthorized)
 }
@@ -103,14 +103,14 @@ func TestMaxClockSkewOption(t *testing.T) {
 func TestWithKeyAndAccountName(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	s := newTestServer(t, WithKey(key), WithAccountName("acct"))
-	if s.Key() != key || s.cfg.accountName != "acct" {
+	if s.Key() != key || s.Handler.cfg.accountName != "acct" {
 		t.Fatal("options not applied")
 	}
 	if want := "AccountEndpoint=" + s.URL() + ";AccountKey=" + key + ";"; s.ConnectionString() != want {
 		t.Errorf("connection string %q", s.ConnectionString())
 	}
-	if s.Host() != "127.0.0.1" || !strings.HasPrefix(s.URL(), "http://127.0.0.1:") || !strings.HasSuffix(s.URL(), "/") {
-		t.Errorf("host %q url %q", s.Host(), s.URL())
+	if s.Account.Host() != "127.0.0.1" || !strings.HasPrefix(s.URL(), "http://127.0.0.1:") || !strings.HasSuffix(s.URL(), "/") {
+		t.Errorf("host %q url %q", s.Account.Host(), s.URL())
 	}
 	resp, raw := call(t, s, http.MethodGet, "/", nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)
@@ -126,7 +126,7 @@ func TestAADTokensGoThroughVerifier(t *testing.T) {
 		}
 		return nil
 	}))
-	s.CreateDatabase("db")
+	s.Account.CreateDatabase("db")
 	for _, tc := range []struct {
 		token  string
 		status int
@@ -139,7 +139,7 @@ func TestAADTokensGoThroughVerifier(t *testing.T) {
 			t.Errorf("response echoes the token: %s", raw)
 		}
 	}
-	if got := s.Requests()[0].Header.Get("Authorization"); got != "type=aad&ver=1.0&sig=REDACTED" {
+	if got := s.Handler.Requests()[0].Header.Get("Authorization"); got != "type=aad&ver=1.0&sig=REDACTED" {
 		t.Errorf("logged authorization %q", got)
 	}
 }
@@ -149,8 +149,8 @@ func TestAADTokensGoThroughVerifier(t *testing.T) {
 // allowed skew, must still fail.
 func TestAcceptedSignatureIsNotReusable(t *testing.T) {
 	s := newTestServer(t, withMaxClockSkew(time.Minute))
-	s.CreateDatabase("db")
-	s.CreateDatabase("other")
+	s.Account.CreateDatabase("db")
+	s.Account.CreateDatabase("other")
 	date := time.Now().UTC().Format(http.TimeFormat)
 	auth, err := MasterKeyAuthorization(s.Key(), http.MethodGet, "/dbs/db", date)
 	if err != nil {
@@ -188,9 +188,9 @@ func TestAcceptedSignatureIsNotReusable(t *testing.T) {
 	}
 	// A remembered signature whose date has left the allowed skew is not
 	// taken from the memo: the full check decides (here: the date is fine).
-	s.lastAuth.mu.Lock()
-	s.lastAuth.at = s.lastAuth.at.Add(-2 * time.Minute)
-	s.lastAuth.mu.Unlock()
+	s.Handler.lastAuth.mu.Lock()
+	s.Handler.lastAuth.at = s.Handler.lastAuth.at.Add(-2 * time.Minute)
+	s.Handler.lastAuth.mu.Unlock()
 	if got := send(http.MethodGet, "/dbs/db", date); got != http.StatusOK {
 		t.Errorf("fresh date after a stale memo: status %d", got)
 	}

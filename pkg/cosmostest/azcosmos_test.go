@@ -62,7 +62,7 @@ func TestAzcosmosClients(t *testing.T) {
 
 func exerciseSDK(t *testing.T, s *Server, newClient func(*Server) (*azcosmos.Client, error)) {
 	ctx := context.Background()
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 	data := db.CreateContainer("data", "/pk", 3)
 	leases := db.CreateContainer("leases", "/id", 2)
 
@@ -81,7 +81,7 @@ func exerciseSDK(t *testing.T, s *Server, newClient func(*Server) (*azcosmos.Cli
 	if dbResp.DatabaseProperties.ResourceID != db.RID() {
 		t.Errorf("database ResourceID %q, want %q", dbResp.DatabaseProperties.ResourceID, db.RID())
 	}
-	if s.Count(KindAccount) == 0 {
+	if s.Handler.Count(kindAccount) == 0 {
 		t.Error("the SDK did not read account properties first")
 	}
 

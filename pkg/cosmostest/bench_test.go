@@ -10,7 +10,7 @@ import (
 func BenchmarkLeaseQueryPaging(b *testing.B) {
 	s := NewServer()
 	defer s.Close()
-	c := s.CreateDatabase("db").CreateContainer("leases", "/id", 4)
+	c := s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 4)
 	for i := 0; i < 10000; i++ {
 		if _, err := c.Upsert(map[string]any{"id": fmt.Sprintf("proc..%05d", i)}); err != nil {
 			b.Fatal(err)
@@ -42,7 +42,7 @@ func BenchmarkLeaseQueryPaging(b *testing.B) {
 func BenchmarkChangeFeedReadOneItem(b *testing.B) {
 	s := NewServer()
 	defer s.Close()
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 4)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 4)
 	for r := 0; r < 4; r++ {
 		if err := c.WriteItemsToRange(fmt.Sprint(r), 25000); err != nil {
 			b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // WithAddress's certificate does), and returns it and its private key as
 // PEM, for a process to keep on disk and serve again with WithCertificate.
 func SelfSignedCertificate(validity time.Duration, hosts ...string) (certPEM, keyPEM []byte, err error) {
-	cert, _, certPEM, err := testcert.SelfSignedFor(validity, hosts...)
+	cert, certPEM, err := testcert.SelfSignedFor(validity, hosts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -28,24 +28,22 @@ func SelfSignedCertificate(validity time.Duration, hosts ...string) (certPEM, ke
 }
 
 // serverCertificate returns the certificate a TLS server presents: given
-// (WithCertificate) or a fresh self-signed one for hosts; with the pool and
-// PEM of its leaf, which clients trust.
-func serverCertificate(given *tls.Certificate, hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
+// (WithCertificate) or a fresh self-signed one for hosts; with the PEM of its
+// leaf, which clients trust.
+func serverCertificate(given *tls.Certificate, hosts ...string) (tls.Certificate, []byte, error) {
 	if given == nil {
-		cert, pool, certPEM, err := testcert.SelfSigned(hosts...)
+		cert, certPEM, err := testcert.SelfSigned(hosts...)
 		if err != nil {
-			return tls.Certificate{}, nil, nil, fmt.Errorf("cosmostest: generate certificate: %w", err)
+			return tls.Certificate{}, nil, fmt.Errorf("cosmostest: generate certificate: %w", err)
 		}
-		return cert, pool, certPEM, nil
+		return cert, certPEM, nil
 	}
 	if len(given.Certificate) == 0 {
-		return tls.Certificate{}, nil, nil, errors.New("cosmostest: WithCertificate: the certificate is empty")
+		return tls.Certificate{}, nil, errors.New("cosmostest: WithCertificate: the certificate is empty")
 	}
 	leaf, err := x509.ParseCertificate(given.Certificate[0])
 	if err != nil {
-		return tls.Certificate{}, nil, nil, fmt.Errorf("cosmostest: WithCertificate: %w", err)
+		return tls.Certificate{}, nil, fmt.Errorf("cosmostest: WithCertificate: %w", err)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return *given, pool, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}), nil
+	return *given, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}), nil
 }

@@ -10,7 +10,7 @@ import (
 
 func TestChangeFeedFromBeginningReturnsItemsInLSNOrder(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("a", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestChangeFeedFromBeginningReturnsItemsInLSNOrder(t *testing.T) {
 
 func TestChangeFeedMaxItemCountPagesByEtag(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("a", 5); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestChangeFeedMaxItemCountPagesByEtag(t *testing.T) {
 
 func TestChangeFeedNotModified(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("a", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestChangeFeedNotModified(t *testing.T) {
 		}
 	})
 	t.Run("empty range from beginning", func(t *testing.T) {
-		empty := s.CreateDatabase("db").CreateContainer("empty", "/pk", 1)
+		empty := s.Account.CreateDatabase("db").CreateContainer("empty", "/pk", 1)
 		resp, raw := changeFeed(t, s, empty, "0", "", nil)
 		wantStatus(t, resp, raw, http.StatusNotModified)
 	})
@@ -86,7 +86,7 @@ func TestChangeFeedNotModified(t *testing.T) {
 
 func TestChangeFeedShowsLatestVersionOnce(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	for i := 0; i < 3; i++ {
 		if _, err := c.Upsert(map[string]any{"id": "x", "pk": "p", "v": i}); err != nil {
 			t.Fatal(err)
@@ -127,11 +127,11 @@ func TestChangeFeedSessionTokenForms(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(int(tc.form)), func(t *testing.T) {
 			s := newTestServer(t)
-			c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+			c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 			if err := c.WriteItems("a", 12); err != nil {
 				t.Fatal(err)
 			}
-			s.SetSessionTokenForm(tc.form)
+			s.Account.SetSessionTokenForm(tc.form)
 			resp, raw := changeFeed(t, s, c, "0", `"11"`, nil)
 			wantStatus(t, resp, raw, http.StatusOK)
 			if got := resp.Header.Get("x-ms-session-token"); got != tc.want {
@@ -143,7 +143,7 @@ func TestChangeFeedSessionTokenForms(t *testing.T) {
 
 func TestChangeFeedRangeErrors(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	for _, tc := range []struct {
 		name   string
 		hdr    map[string]string
@@ -163,7 +163,7 @@ func TestChangeFeedRangeErrors(t *testing.T) {
 
 func TestChangeFeedEPKSubRange(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItems("a", 20); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestChangeFeedEPKSubRange(t *testing.T) {
 	resp, raw := epkRead("7F80", "")
 	wantStatus(t, resp, raw, http.StatusBadRequest)
 
-	c2 := s.CreateDatabase("db").CreateContainer("two", "/pk", 2)
+	c2 := s.Account.CreateDatabase("db").CreateContainer("two", "/pk", 2)
 	resp, raw = changeFeed(t, s, c2, "0", "", map[string]string{
 		"x-ms-read-key-type": "EffectivePartitionKeyRange",
 		"x-ms-start-epk":     "3FC0",
@@ -205,7 +205,7 @@ func TestChangeFeedEPKSubRange(t *testing.T) {
 
 func TestChangeFeedByPartitionKey(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	if err := c.WriteItems("a", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestChangeFeedByPartitionKey(t *testing.T) {
 
 func TestPKRanges(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 4)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 4)
 	path := "/dbs/db/colls/data/pkranges"
 	resp, raw := call(t, s, http.MethodGet, path, nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)

@@ -25,7 +25,7 @@ func TestCreateDatabaseOverREST(t *testing.T) {
 // throughput, about 10,000 RU/s each and at least one, as the service gives them.
 func TestCreateContainerPartitionsFromThroughput(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("shop")
+	s.Account.CreateDatabase("shop")
 	for i, tc := range []struct {
 		name   string
 		header map[string]string
@@ -47,7 +47,7 @@ func TestCreateContainerPartitionsFromThroughput(t *testing.T) {
 			if n := len(decode(t, raw)["PartitionKeyRanges"].([]any)); n != tc.ranges {
 				t.Errorf("%d physical ranges, want %d", n, tc.ranges)
 			}
-			c, ok := s.Container("shop", id)
+			c, ok := s.Account.Container("shop", id)
 			if !ok || c.PartitionKeyPath() != "/tenant" || len(c.Ranges()) != tc.ranges {
 				t.Errorf("Container(shop, %s) = %v, %v", id, c, ok)
 			}
@@ -57,7 +57,7 @@ func TestCreateContainerPartitionsFromThroughput(t *testing.T) {
 
 func TestCreateContainerRefusals(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("shop").CreateContainer("orders", "/pk", 1)
+	s.Account.CreateDatabase("shop").CreateContainer("orders", "/pk", 1)
 	pk := map[string]any{"paths": []string{"/pk"}, "kind": "Hash"}
 	for _, tc := range []struct {
 		name   string
@@ -81,9 +81,9 @@ func TestCreateContainerRefusals(t *testing.T) {
 
 func TestListDatabasesAndContainers(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("a").CreateContainer("x", "/pk", 1)
-	s.CreateDatabase("a").CreateContainer("y", "/pk", 1)
-	s.CreateDatabase("b")
+	s.Account.CreateDatabase("a").CreateContainer("x", "/pk", 1)
+	s.Account.CreateDatabase("a").CreateContainer("y", "/pk", 1)
+	s.Account.CreateDatabase("b")
 	resp, raw := call(t, s, http.MethodGet, "/dbs", nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)
 	if dbs := decode(t, raw)["Databases"].([]any); len(dbs) != 2 || dbs[0].(map[string]any)["id"] != "a" {

@@ -7,15 +7,17 @@
 // It follows net/http/httptest: NewServer starts a server on loopback (or
 // on the address given with WithAddress; cosmoslag serve runs one as a
 // standalone process for clusters to reach), the
-// test configures it (databases, containers, items, faults) through Go
-// calls, hands its URL and key (or ConnectionString) to the code under test,
+// test configures it through Go calls — the account's state (databases,
+// containers, items) on its Account field, the HTTP side (faults, latency,
+// the request log) on its Handler field, as httptest.Server holds its Config —
+// hands its URL and key (or ConnectionString) to the code under test,
 // and calls Close, which leaves no goroutine behind. Nothing is global; two
 // servers are two accounts.
 //
 //	srv := cosmostest.NewServer()
 //	defer srv.Close()
-//	data := srv.CreateDatabase("db").CreateContainer("data", "/pk", 2)
-//	leases := srv.CreateDatabase("db").CreateContainer("leases", "/id", 1)
+//	data := srv.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+//	leases := srv.Account.CreateDatabase("db").CreateContainer("leases", "/id", 1)
 //	_ = data.WriteItems("tenant-1", 10)
 //	proc := leasetest.NewWriter("orders", data, leases, cosmostest.DotNetV0)
 //	tokens, _ := proc.CreateLeases(false) // lag = every item
@@ -103,11 +105,11 @@
 //     the decimal bit set in x-ms-cosmos-sdk-supportedcapabilities) is
 //     refused with 400 naming the header, after authorization; the
 //     service's exact refusal status is not documented.
-//   - Faults and observation: InjectFault (status + substatus, 429 with
-//     x-ms-retry-after-ms, latency, malformed body, dropped connection, a
-//     verbatim body and headers, and a Hook that runs at an exact point of a
-//     client's request sequence, e.g. to split a range) by request kind and
-//     range, for N requests or always; SetLatency; a request
+//   - Faults and observation, on the Handler: InjectFault (status +
+//     substatus, 429 with x-ms-retry-after-ms, malformed body, dropped
+//     connection, a verbatim body and headers, and a Hook that runs at an
+//     exact point of a client's request sequence, e.g. to split a range) by
+//     request kind and range, for N requests or always; SetLatency; a request
 //     log (Requests, Count) that records every request, including faulted and
 //     unauthorized ones.
 //   - Leases: package leasetest (leasetest.Writer) writes lease documents
@@ -164,5 +166,7 @@
 // create.go (databases, containers, items), query.go, changefeed.go,
 // allversions.go, merge.go (the capability check), faults.go, requests.go
 // (the request log), on handler.go's Handler, which calls the Account;
-// server.go serves a Handler over HTTP(S).
+// server.go serves a Handler over HTTP(S) and holds the two as its fields
+// Account and Handler. The model refers to neither the Handler nor the
+// Server.
 package cosmostest

@@ -17,7 +17,7 @@ import (
 func Example() {
 	srv := cosmostest.NewServer()
 	defer srv.Close()
-	db := srv.CreateDatabase("db")
+	db := srv.Account.CreateDatabase("db")
 	data := db.CreateContainer("data", "/pk", 1)
 	leases := db.CreateContainer("leases", "/id", 1)
 	_ = data.WriteItems("tenant-1", 10)

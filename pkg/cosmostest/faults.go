@@ -23,7 +23,7 @@ type Fault struct {
 	SubStatus      int           // sent as x-ms-substatus when non-zero, e.g. 1002, 1007
 	RetryAfter     time.Duration // sent as x-ms-retry-after-ms (for 429)
 	Times          int           // requests it hits; 0 = always
-	Latency        time.Duration // waited before answering; honours the request context
+	latency        time.Duration // waited before answering; honours the request context
 	MalformedBody  bool          // 200 with a truncated JSON body
 	DropConnection bool          // close the connection without answering
 
@@ -34,7 +34,7 @@ type Fault struct {
 	Header http.Header
 
 	// Hook, when set, runs (with no server lock held) each time the fault
-	// hits, after Latency and before the answer. It lets a test split a range
+	// hits, after latency and before the answer. It lets a test split a range
 	// or write items at an exact point of a client's request sequence; with
 	// no Status, Body, MalformedBody or DropConnection the request is then
 	// served normally.
@@ -56,7 +56,7 @@ func (h *Handler) injectedReply(r *http.Request, kind RequestKind, rangeID strin
 	if !ok {
 		return nil, false
 	}
-	if !h.gate.Sleep(r.Context(), f.Latency) {
+	if !h.gate.Sleep(r.Context(), f.latency) {
 		return nil, true
 	}
 	if f.Hook != nil {

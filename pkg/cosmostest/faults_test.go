@@ -23,13 +23,13 @@ func TestFaultStatusesWithTimes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t)
-			c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+			c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 			if err := c.WriteItemsToRange("0", 1); err != nil {
 				t.Fatal(err)
 			}
 			f := tc.fault
 			f.Kind, f.RangeID, f.Times = KindChangeFeed, "0", 2
-			s.InjectFault(f)
+			s.Handler.InjectFault(f)
 
 			// Another range and another kind are not hit.
 			resp, raw := changeFeed(t, s, c, "1", "", nil)
@@ -55,7 +55,7 @@ func TestFaultStatusesWithTimes(t *testing.T) {
 			resp, raw = changeFeed(t, s, c, "0", "", nil)
 			wantStatus(t, resp, raw, http.StatusOK)
 
-			reqs := s.Requests()
+			reqs := s.Handler.Requests()
 			var statuses []int
 			for _, r := range reqs {
 				if r.Kind == KindChangeFeed && r.RangeID == "0" {
@@ -73,8 +73,8 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestFaultAlwaysUntilRemoved(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db")
-	remove := s.InjectFault(Fault{Status: 503})
+	s.Account.CreateDatabase("db")
+	remove := s.Handler.InjectFault(Fault{Status: 503})
 	for i := 0; i < 3; i++ {
 		resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 		wantStatus(t, resp, raw, 503)
@@ -87,8 +87,8 @@ func TestFaultAlwaysUntilRemoved(t *testing.T) {
 
 func TestFaultMalformedBody(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db").CreateContainer("leases", "/id", 1)
-	s.InjectFault(Fault{Kind: KindQuery, MalformedBody: true, Times: 1})
+	s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 1)
+	s.Handler.InjectFault(Fault{Kind: KindQuery, MalformedBody: true, Times: 1})
 	resp, raw := query(t, s, "SELECT * FROM c", nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)
 	var v any
@@ -102,8 +102,8 @@ func TestFaultMalformedBody(t *testing.T) {
 
 func TestFaultDroppedConnection(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db")
-	s.InjectFault(Fault{Kind: KindDatabase, DropConnection: true, Times: 1})
+	s.Account.CreateDatabase("db")
+	s.Handler.InjectFault(Fault{Kind: kindDatabase, DropConnection: true, Times: 1})
 	// A fresh connection per request, so the transport cannot retry silently.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
@@ -115,7 +115,7 @@ func TestFaultDroppedConnection(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("after the fault: %v %v", resp, err)
 	}
-	if reqs := s.Requests(); len(reqs) != 2 || reqs[0].Status != 0 || reqs[1].Status != 200 {
+	if reqs := s.Handler.Requests(); len(reqs) != 2 || reqs[0].Status != 0 || reqs[1].Status != 200 {
 		t.Errorf("log %+v", reqs)
 	}
 }
@@ -139,8 +139,8 @@ func send(s *Server, client *http.Client, ctx context.Context, path string) (*ht
 
 func TestFaultLatency(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db")
-	s.InjectFault(Fault{Kind: KindDatabase, Latency: 150 * time.Millisecond, Times: 1})
+	s.Account.CreateDatabase("db")
+	s.Handler.InjectFault(Fault{Kind: kindDatabase, latency: 150 * time.Millisecond, Times: 1})
 	start := time.Now()
 	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, 200)
@@ -156,8 +156,8 @@ func TestFaultLatency(t *testing.T) {
 
 func TestLatencyHonoursRequestContext(t *testing.T) {
 	s := newTestServer(t)
-	s.CreateDatabase("db")
-	s.SetLatency(time.Hour)
+	s.Account.CreateDatabase("db")
+	s.Handler.SetLatency(time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -171,13 +171,13 @@ func TestLatencyHonoursRequestContext(t *testing.T) {
 	// The handler notices the cancellation and records the request without
 	// an answer; goleak (TestMain) proves no goroutine keeps sleeping.
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Count(KindDatabase) == 0 && time.Now().Before(deadline) {
+	for s.Handler.Count(kindDatabase) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if reqs := s.Requests(); len(reqs) != 1 || reqs[0].Status != 0 {
+	if reqs := s.Handler.Requests(); len(reqs) != 1 || reqs[0].Status != 0 {
 		t.Errorf("log %+v", reqs)
 	}
-	s.SetLatency(0)
+	s.Handler.SetLatency(0)
 	resp, err := send(s, s.Client(), context.Background(), "/dbs/db")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v %v", resp, err)
@@ -186,8 +186,8 @@ func TestLatencyHonoursRequestContext(t *testing.T) {
 
 func TestCloseWakesSleepingHandlers(t *testing.T) {
 	s := NewServer()
-	s.CreateDatabase("db")
-	s.InjectFault(Fault{Latency: time.Hour})
+	s.Account.CreateDatabase("db")
+	s.Handler.InjectFault(Fault{latency: time.Hour})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := send(s, s.Client(), context.Background(), "/dbs/db")
@@ -215,36 +215,36 @@ func TestCloseWakesSleepingHandlers(t *testing.T) {
 
 // handlersBusy reports whether a handler is running.
 func handlersBusy(s *Server) bool {
-	return s.inFlight.Load() > 0
+	return s.Handler.inFlight.Load() > 0
 }
 
 func TestRequestLogAndCounters(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	call(t, s, http.MethodGet, "/", nil, nil)
 	call(t, s, http.MethodGet, "/dbs/db/colls/data", nil, nil)
 	call(t, s, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil)
 	changeFeed(t, s, c, "1", "", nil)
-	if s.Count(KindAccount) != 1 || s.Count(KindContainer) != 1 || s.Count(KindPKRanges) != 1 || s.Count(KindChangeFeed) != 1 || s.Count("") != 4 {
-		t.Errorf("counts: %+v", s.Requests())
+	if s.Handler.Count(kindAccount) != 1 || s.Handler.Count(kindContainer) != 1 || s.Handler.Count(kindPKRanges) != 1 || s.Handler.Count(KindChangeFeed) != 1 || s.Handler.Count("") != 4 {
+		t.Errorf("counts: %+v", s.Handler.Requests())
 	}
-	r := s.Requests()[3]
+	r := s.Handler.Requests()[3]
 	if r.RangeID != "1" || r.Method != http.MethodGet || r.Path != "/dbs/db/colls/data/docs" || r.Status != 304 || r.At.IsZero() {
 		t.Errorf("change feed entry %+v", r)
 	}
-	s.ResetRequests()
-	if s.Count("") != 0 {
+	s.Handler.ResetRequests()
+	if s.Handler.Count("") != 0 {
 		t.Error("ResetRequests kept entries")
 	}
 }
 
 func TestFaultHookChangesTopologyMidSequence(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItemsToRange("0", 4); err != nil {
 		t.Fatal(err)
 	}
-	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Hook: func() {
+	s.Handler.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Hook: func() {
 		if _, _, err := c.Split("0"); err != nil {
 			t.Error(err)
 		}
@@ -260,9 +260,9 @@ func TestFaultHookChangesTopologyMidSequence(t *testing.T) {
 
 func TestFaultCustomBodyAndHeaders(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	body := []byte(`{"_rid":"x","Documents":[{"id":"a","_lsn":99999999999999999999999}],"_count":1}`)
-	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Body: body, Header: http.Header{
+	s.Handler.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Body: body, Header: http.Header{
 		"X-Ms-Session-Token": {"0:-1#99999999999999999999999"},
 		"Etag":               {`"99999999999999999999999"`},
 	}})
@@ -274,7 +274,7 @@ func TestFaultCustomBodyAndHeaders(t *testing.T) {
 	if resp.Header.Get("x-ms-request-charge") == "" || resp.Header.Get("x-ms-activity-id") == "" {
 		t.Errorf("standard headers missing: %v", resp.Header)
 	}
-	s.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Status: 429, RetryAfter: time.Second, Header: http.Header{"X-Extra": {"1"}}})
+	s.Handler.InjectFault(Fault{Kind: KindChangeFeed, Times: 1, Status: 429, RetryAfter: time.Second, Header: http.Header{"X-Extra": {"1"}}})
 	resp, raw = changeFeed(t, s, c, "0", "", nil)
 	wantStatus(t, resp, raw, 429)
 	if resp.Header.Get("x-extra") != "1" || resp.Header.Get("x-ms-retry-after-ms") != "1000" {

@@ -21,10 +21,10 @@ func capable(hdr map[string]string) map[string]string {
 // the header, whatever the request does; one that declares it is served.
 func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.T) {
 	s := newTestServer(t, WithPartitionMerge())
-	if !s.PartitionMergeEnabled() {
+	if !s.Account.PartitionMergeEnabled() {
 		t.Fatal("PartitionMergeEnabled is false for an account started WithPartitionMerge")
 	}
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	if err := c.WriteItems("a", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +36,17 @@ func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.
 		body         any
 		ok           int
 	}{
-		{KindAccount, http.MethodGet, "/", nil, nil, http.StatusOK},
-		{KindDatabase, http.MethodGet, "/dbs/db", nil, nil, http.StatusOK},
-		{KindContainer, http.MethodGet, "/dbs/db/colls/data", nil, nil, http.StatusOK},
-		{KindPKRanges, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil, http.StatusOK},
+		{kindAccount, http.MethodGet, "/", nil, nil, http.StatusOK},
+		{kindDatabase, http.MethodGet, "/dbs/db", nil, nil, http.StatusOK},
+		{kindContainer, http.MethodGet, "/dbs/db/colls/data", nil, nil, http.StatusOK},
+		{kindPKRanges, http.MethodGet, "/dbs/db/colls/data/pkranges", nil, nil, http.StatusOK},
 		{KindQuery, http.MethodPost, docs, map[string]string{
 			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
 			"x-ms-documentdb-query-enablecrosspartition": "true",
 		}, map[string]any{"query": "SELECT * FROM c"}, http.StatusOK},
 		{KindChangeFeed, http.MethodGet, docs, map[string]string{"A-IM": "Incremental feed", "x-ms-documentdb-partitionkey": `["a"]`}, nil, http.StatusOK},
-		{KindCreate, http.MethodPost, docs, map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, map[string]any{"id": "new", "pk": "b"}, http.StatusCreated},
-		{KindReadItem, http.MethodGet, docs + "/new", map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, nil, http.StatusOK},
+		{kindCreate, http.MethodPost, docs, map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, map[string]any{"id": "new", "pk": "b"}, http.StatusCreated},
+		{kindReadItem, http.MethodGet, docs + "/new", map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}, nil, http.StatusOK},
 	}
 	for _, tc := range []struct {
 		name, value string // value "" sends no header
@@ -70,12 +70,12 @@ func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.
 				if tc.value != "" {
 					hdr["x-ms-cosmos-sdk-supportedcapabilities"] = tc.value
 				}
-				if rq.kind == KindCreate {
+				if rq.kind == kindCreate {
 					hdr["x-ms-documentdb-is-upsert"] = "true" // the same item, once per case
 				}
 				resp, raw := call(t, s, rq.method, rq.path, hdr, rq.body)
 				if tc.admitted {
-					if resp.StatusCode != rq.ok && !(rq.kind == KindCreate && resp.StatusCode == http.StatusOK) {
+					if resp.StatusCode != rq.ok && !(rq.kind == kindCreate && resp.StatusCode == http.StatusOK) {
 						t.Errorf("%s %s: %d %s, want %d", rq.kind, rq.path, resp.StatusCode, raw, rq.ok)
 					}
 					continue
@@ -90,7 +90,7 @@ func TestMergeEnabledAccountAdmitsOnlyClientsDeclaringPartitionMerge(t *testing.
 	}
 	// Refused requests are in the request log, with their status.
 	refused := 0
-	for _, r := range s.Requests() {
+	for _, r := range s.Handler.Requests() {
 		if r.Status == http.StatusBadRequest {
 			refused++
 		}
@@ -108,7 +108,7 @@ func TestMergeCapabilityAfterAuthorizationAndOnlyWhenEnabled(t *testing.T) {
 	wantStatus(t, resp, raw, http.StatusUnauthorized)
 
 	plain := newTestServer(t)
-	if plain.PartitionMergeEnabled() {
+	if plain.Account.PartitionMergeEnabled() {
 		t.Error("PartitionMergeEnabled is true by default")
 	}
 	resp, raw = call(t, plain, http.MethodGet, "/", nil, nil)
@@ -119,7 +119,7 @@ func TestMergeCapabilityAfterAuthorizationAndOnlyWhenEnabled(t *testing.T) {
 // anything else, naming the ranges, as Split does.
 func TestMergeValidation(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 4)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 4)
 	for _, tc := range []struct {
 		a, b     string
 		want     string
@@ -162,7 +162,7 @@ func TestMergeValidation(t *testing.T) {
 // child with both parents under a new etag.
 func TestMergeKeepsLSNsAndContinuesFromTheLargerParent(t *testing.T) {
 	s := newTestServer(t, WithPartitionMerge())
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	if err := c.WriteItemsToRange("0", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestMergeKeepsLSNsAndContinuesFromTheLargerParent(t *testing.T) {
 // continuations arrives once, in both change feed modes.
 func TestMergedRangeEPKReadsReturnOnlyTheirSubRange(t *testing.T) {
 	s := newTestServer(t, WithPartitionMerge())
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	parents := c.Ranges()
 	if err := c.WriteItemsToRange("0", 4); err != nil { // LSNs 1-4 of range 0
 		t.Fatal(err)

@@ -83,37 +83,37 @@ func classify(r *http.Request, segs []string) RequestKind {
 	n := len(segs)
 	switch {
 	case n == 0:
-		return KindAccount
+		return kindAccount
 	case n == 2 && segs[0] == "dbs":
-		return KindDatabase
+		return kindDatabase
 	case n == 4 && segs[2] == "colls":
-		return KindContainer
+		return kindContainer
 	case n == 5 && segs[4] == "pkranges":
-		return KindPKRanges
+		return kindPKRanges
 	case n == 5 && segs[4] == "docs":
 		switch r.Method {
 		case http.MethodPost:
 			if isQuery(r) {
 				return KindQuery
 			}
-			return KindCreate
+			return kindCreate
 		case http.MethodGet:
 			if isChangeFeedAIM(headerValue(r.Header, hdrAIM)) {
 				return KindChangeFeed
 			}
-			return KindReadFeed
+			return kindReadFeed
 		}
 	case n == 6 && segs[4] == "docs":
 		switch r.Method {
 		case http.MethodGet:
-			return KindReadItem
+			return kindReadItem
 		case http.MethodPut:
-			return KindReplace
+			return kindReplace
 		case http.MethodDelete:
-			return KindDelete
+			return kindDelete
 		}
 	}
-	return KindOther
+	return kindOther
 }
 
 func isQuery(r *http.Request) bool {

@@ -9,7 +9,7 @@ import (
 
 func TestPartitionKeyForRangeLandsInThatRange(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 4)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 4)
 	seen := map[string]bool{}
 	for _, r := range c.Ranges() {
 		pk, err := c.PartitionKeyForRange(r.ID)

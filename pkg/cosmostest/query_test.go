@@ -27,7 +27,7 @@ func query(t testing.TB, s *Server, q string, params []queryParameter, extra map
 
 func newQueryFixture(t *testing.T) *Server {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("leases", "/id", 3)
+	c := s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 3)
 	for i := 0; i < 5; i++ {
 		for _, prefix := range []string{"procA", "procB"} {
 			if _, err := c.Upsert(map[string]any{"id": fmt.Sprintf("%s..%d", prefix, i)}); err != nil {
@@ -109,7 +109,7 @@ func TestQueryRejectsUnsupportedSQL(t *testing.T) {
 
 func TestQueryPaging(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("leases", "/id", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 2)
 	for i := 0; i < 1250; i++ {
 		if _, err := c.Upsert(map[string]any{"id": fmt.Sprintf("lease-%04d", i)}); err != nil {
 			t.Fatal(err)
@@ -180,7 +180,7 @@ func TestQueryNeedsQueryContentType(t *testing.T) {
 func newOrderFixture(t *testing.T) (*Server, string) {
 	t.Helper()
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("leases", "/pk", 3)
+	c := s.Account.CreateDatabase("db").CreateContainer("leases", "/pk", 3)
 	var pks []string
 	for _, r := range c.Ranges() {
 		pk, err := c.PartitionKeyForRange(r.ID)

@@ -69,7 +69,7 @@ func rawHeaderNames(t *testing.T, s *Server, method, path string, hdr map[string
 // headers in a plain dictionary (the Python SDK) look them up that way.
 func TestResponseHeaderNamesAreLowerCase(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("orders", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("orders", "/pk", 1)
 	if err := c.WriteItems("p", 2); err != nil {
 		t.Fatal(err)
 	}

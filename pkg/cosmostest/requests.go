@@ -10,22 +10,22 @@ import (
 // RequestKind classifies a request by what it does on the wire.
 type RequestKind string
 
-// Request kinds. Upserts count as KindCreate (they are a POST to the docs
+// Request kinds. Upserts count as kindCreate (they are a POST to the docs
 // feed, like creates); a plain read feed (GET …/docs without A-IM) is
-// KindReadFeed; anything else the server does not model is KindOther.
+// kindReadFeed; anything else the server does not model is kindOther.
 const (
-	KindAccount    RequestKind = "account"
-	KindDatabase   RequestKind = "database"
-	KindContainer  RequestKind = "container"
-	KindPKRanges   RequestKind = "pkranges"
+	kindAccount    RequestKind = "account"
+	kindDatabase   RequestKind = "database"
+	kindContainer  RequestKind = "container"
+	kindPKRanges   RequestKind = "pkranges"
 	KindQuery      RequestKind = "query"
 	KindChangeFeed RequestKind = "changefeed"
-	KindCreate     RequestKind = "create"
-	KindReplace    RequestKind = "replace"
-	KindReadItem   RequestKind = "readitem"
-	KindDelete     RequestKind = "delete"
-	KindReadFeed   RequestKind = "readfeed"
-	KindOther      RequestKind = "other"
+	kindCreate     RequestKind = "create"
+	kindReplace    RequestKind = "replace"
+	kindReadItem   RequestKind = "readitem"
+	kindDelete     RequestKind = "delete"
+	kindReadFeed   RequestKind = "readfeed"
+	kindOther      RequestKind = "other"
 )
 
 // Request is one entry of the request log. Header holds the request

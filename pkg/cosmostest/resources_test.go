@@ -30,7 +30,7 @@ func TestAccountProperties(t *testing.T) {
 
 func TestDatabaseAndContainerProperties(t *testing.T) {
 	s := newTestServer(t)
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 	c := db.CreateContainer("data", "/tenant", 2)
 
 	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
@@ -63,7 +63,7 @@ func TestDatabaseAndContainerProperties(t *testing.T) {
 
 func TestItemLifecycleOverREST(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	docs := "/dbs/db/colls/data/docs"
 	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p1"]`}
 
@@ -133,8 +133,8 @@ func TestItemLifecycleOverREST(t *testing.T) {
 	if n := len(c.Items()); n != 2 {
 		t.Errorf("%d items, want 2 (a, m)", n)
 	}
-	for kind, want := range map[RequestKind]int{KindCreate: 8, KindReadItem: 2, KindReplace: 3, KindDelete: 2} {
-		if got := s.Count(kind); got != want {
+	for kind, want := range map[RequestKind]int{kindCreate: 8, kindReadItem: 2, kindReplace: 3, kindDelete: 2} {
+		if got := s.Handler.Count(kind); got != want {
 			t.Errorf("Count(%s) = %d, want %d", kind, got, want)
 		}
 	}
@@ -142,7 +142,7 @@ func TestItemLifecycleOverREST(t *testing.T) {
 
 func TestUpsertHelperValidates(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/a/b", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/a/b", 1)
 	if _, err := c.Upsert(map[string]any{"pk": "x"}); err == nil {
 		t.Error("missing id accepted")
 	}
@@ -157,7 +157,7 @@ func TestUpsertHelperValidates(t *testing.T) {
 			t.Errorf("nested partition key not set: %v", it)
 		}
 	}
-	idc := s.CreateDatabase("db").CreateContainer("byid", "/id", 1)
+	idc := s.Account.CreateDatabase("db").CreateContainer("byid", "/id", 1)
 	if err := idc.WriteItems("x", 2); err == nil {
 		t.Error("WriteItems of 2 items with one pk in a /id container should fail")
 	}

@@ -100,7 +100,7 @@ func (h *Handler) route(r *http.Request, kind RequestKind, segs []string) *reply
 			return h.queryReply(r, segs[1], segs[3])
 		case KindChangeFeed:
 			return h.changeFeedReply(r, segs[1], segs[3])
-		case KindCreate:
+		case kindCreate:
 			return h.createReply(r, segs[1], segs[3])
 		}
 		return errorReply(http.StatusBadRequest, 0, "BadRequest",

@@ -24,7 +24,7 @@ func (d *discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func BenchmarkServeChangeFeedRead(b *testing.B) {
 	s := NewServer(WithRequestLogLimit(1000))
 	defer s.Close()
-	c := s.CreateDatabase("appdb").CreateContainer("orders", "/customerId", 4)
+	c := s.Account.CreateDatabase("appdb").CreateContainer("orders", "/customerId", 4)
 	for _, r := range c.Ranges() {
 		if err := c.WriteItemsToRange(r.ID, 3); err != nil {
 			b.Fatal(err)
@@ -52,7 +52,7 @@ func BenchmarkServeChangeFeedRead(b *testing.B) {
 	for b.Loop() {
 		r := &http.Request{Method: http.MethodGet, URL: u, Header: template.Clone(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 		w := &discardResponse{header: http.Header{}}
-		s.ServeHTTP(w, r)
+		s.Handler.ServeHTTP(w, r)
 		if w.status != http.StatusOK {
 			b.Fatalf("status %d", w.status)
 		}

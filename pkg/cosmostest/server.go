@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -15,16 +14,16 @@ import (
 )
 
 // Server is one Cosmos DB account served over HTTP or HTTPS by a
-// net/http/httptest.Server. Its Account methods (CreateDatabase,
-// InjectFault, Requests, …) configure and observe the account; two accounts
-// are two servers. All methods are safe for concurrent use.
+// net/http/httptest.Server, the way httptest.Server serves its Config: the
+// model is its Account field (CreateDatabase, Container, …), the HTTP handler
+// serving it its Handler field (InjectFault, SetLatency, Requests, …); two
+// accounts are two servers. All methods are safe for concurrent use.
 type Server struct {
-	*Account
-	*Handler
+	Account *Account // the model: databases, containers, ranges, items
+	Handler *Handler // serves Account's REST API: auth, faults, latency, request log
 
 	http      *httptest.Server
 	url       string
-	certPool  *x509.CertPool
 	certPEM   []byte
 	closeOnce sync.Once
 }
@@ -57,7 +56,7 @@ func WithAddress(addr string) Option { return func(c *config) { c.address = addr
 
 // WithCertificate makes a TLS server present cert instead of a freshly
 // generated one, so that clients that trusted it keep trusting a server
-// restarted with it; CertPEM and CertPool then hold its leaf.
+// restarted with it; CertPEM then holds its leaf.
 func WithCertificate(cert tls.Certificate) Option {
 	return func(c *config) { c.certificate = &cert }
 }
@@ -88,8 +87,8 @@ func WithRequestLogLimit(n int) Option { return func(c *config) { c.requestLog =
 func New(opts ...Option) (*Server, error) { return start(false, opts) }
 
 // NewTLS starts an HTTPS server like New, with a freshly generated
-// self-signed certificate; Client and CertPool trust it, and CertPEM gives
-// it to other processes.
+// self-signed certificate; Client trusts it, and CertPEM gives it to other
+// processes.
 func NewTLS(opts ...Option) (*Server, error) { return start(true, opts) }
 
 // NewServer is New for tests: it panics where New fails, as
@@ -134,14 +133,14 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 	if useTLS {
 		// The configured host (a name stays a name) and the bound one.
 		cfgHost, _, _ := net.SplitHostPort(cfg.address)
-		cert, pool, certPEM, err := serverCertificate(cfg.certificate, cfgHost, host)
+		cert, certPEM, err := serverCertificate(cfg.certificate, cfgHost, host)
 		if err != nil {
 			_ = ln.Close()
 			return nil, err
 		}
 		// HTTP/1.1 only: dropped-connection faults need to hijack the connection.
 		s.http.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
-		s.certPool, s.certPEM = pool, certPEM
+		s.certPEM = certPEM
 		s.http.StartTLS()
 	} else {
 		s.http.Start()
@@ -162,9 +161,6 @@ func (s *Server) Key() string { return s.Handler.cfg.key }
 func (s *Server) ConnectionString() string {
 	return "AccountEndpoint=" + s.url + ";AccountKey=" + s.Key() + ";"
 }
-
-// CertPool holds the certificate of a TLS server; nil for plain HTTP.
-func (s *Server) CertPool() *x509.CertPool { return s.certPool }
 
 // CertPEM is the PEM-encoded self-signed certificate of a TLS server (a copy),
 // for processes that trust it from a file (SSL_CERT_FILE); nil for plain HTTP.

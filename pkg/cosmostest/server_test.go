@@ -11,9 +11,9 @@ import (
 func TestTLSServerTrustsOnlyItsOwnCertificate(t *testing.T) {
 	s := NewTLSServer()
 	defer s.Close()
-	s.CreateDatabase("db")
-	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") || s.CertPool() == nil {
-		t.Fatalf("url %q pool %v", s.URL(), s.CertPool())
+	s.Account.CreateDatabase("db")
+	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") || s.CertPEM() == nil {
+		t.Fatalf("url %q certificate %q", s.URL(), s.CertPEM())
 	}
 	resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, http.StatusOK)
@@ -27,16 +27,16 @@ func TestTLSServerTrustsOnlyItsOwnCertificate(t *testing.T) {
 	}
 }
 
-func TestPlainServerHasNoCertPool(t *testing.T) {
+func TestPlainServerHasNoCertificate(t *testing.T) {
 	s := newTestServer(t)
-	if s.CertPool() != nil || !strings.HasPrefix(s.URL(), "http://") {
-		t.Errorf("url %q pool %v", s.URL(), s.CertPool())
+	if s.CertPEM() != nil || !strings.HasPrefix(s.URL(), "http://") {
+		t.Errorf("url %q certificate %q", s.URL(), s.CertPEM())
 	}
 }
 
 func TestCloseIsIdempotentAndRefusesLaterRequests(t *testing.T) {
 	s := NewServer()
-	s.CreateDatabase("db")
+	s.Account.CreateDatabase("db")
 	s.Close()
 	s.Close()
 	if _, err := send(s, &http.Client{}, context.Background(), "/dbs/db"); err == nil {
@@ -47,21 +47,21 @@ func TestCloseIsIdempotentAndRefusesLaterRequests(t *testing.T) {
 func TestTwoServersAreTwoAccounts(t *testing.T) {
 	a := newTestServer(t, WithAccountName("a"))
 	b := newTestServer(t, WithAccountName("b"))
-	a.CreateDatabase("db")
+	a.Account.CreateDatabase("db")
 	if a.Key() == b.Key() || a.URL() == b.URL() {
 		t.Fatal("servers share key or URL")
 	}
 	resp, raw := call(t, b, http.MethodGet, "/dbs/db", nil, nil)
 	wantStatus(t, resp, raw, http.StatusNotFound)
-	if a.Count("") != 0 || b.Count("") != 1 {
-		t.Errorf("counts a=%d b=%d", a.Count(""), b.Count(""))
+	if a.Handler.Count("") != 0 || b.Handler.Count("") != 1 {
+		t.Errorf("counts a=%d b=%d", a.Handler.Count(""), b.Handler.Count(""))
 	}
 }
 
 func TestRequestLogLimitKeepsTheMostRecentRequests(t *testing.T) {
 	s := NewServer(WithRequestLogLimit(3))
 	defer s.Close()
-	s.CreateDatabase("db")
+	s.Account.CreateDatabase("db")
 	for i := 0; i < 10; i++ {
 		resp, raw := call(t, s, http.MethodGet, "/dbs/db", nil, nil)
 		wantStatus(t, resp, raw, http.StatusOK)
@@ -69,7 +69,7 @@ func TestRequestLogLimitKeepsTheMostRecentRequests(t *testing.T) {
 	resp, raw := call(t, s, http.MethodGet, "/dbs/missing", nil, nil)
 	wantStatus(t, resp, raw, http.StatusNotFound)
 
-	log := s.Requests()
+	log := s.Handler.Requests()
 	if len(log) < 3 || len(log) > 6 {
 		t.Fatalf("log holds %d requests, want between 3 and 6 (limit 3)", len(log))
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Database is a database of a Server.
+// Database is a database of an Account.
 type Database struct {
 	acct       *Account
 	id, rid    string

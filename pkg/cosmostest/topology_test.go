@@ -9,7 +9,7 @@ import (
 
 func TestSplitRetiresParentWith410And1002(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 2)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 2)
 	if err := c.WriteItemsToRange("1", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSplitRetiresParentWith410And1002(t *testing.T) {
 
 func TestSplitChildrenContinueParentLSN(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 1)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 1)
 	if err := c.WriteItemsToRange("0", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSplitChildrenContinueParentLSN(t *testing.T) {
 
 func TestMergeJoinsAdjacentRanges(t *testing.T) {
 	s := newTestServer(t)
-	c := s.CreateDatabase("db").CreateContainer("data", "/pk", 3)
+	c := s.Account.CreateDatabase("db").CreateContainer("data", "/pk", 3)
 	if err := c.WriteItemsToRange("0", 4); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestInitialRangesSplitEPKSpaceEvenly(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			s := newTestServer(t)
-			rs := s.CreateDatabase("db").CreateContainer("c", "/pk", n).Ranges()
+			rs := s.Account.CreateDatabase("db").CreateContainer("c", "/pk", n).Ranges()
 			for i, r := range rs {
 				if r.ID != strconv.Itoa(i) || r.MinInclusive != want[i] || r.MaxExclusive != want[i+1] {
 					t.Errorf("range %d = %+v", i, r)
@@ -153,8 +153,8 @@ func TestInitialRangesSplitEPKSpaceEvenly(t *testing.T) {
 
 func TestCreateIsIdempotent(t *testing.T) {
 	s := newTestServer(t)
-	db := s.CreateDatabase("db")
-	if s.CreateDatabase("db") != db {
+	db := s.Account.CreateDatabase("db")
+	if s.Account.CreateDatabase("db") != db {
 		t.Error("CreateDatabase returned a new database for an existing id")
 	}
 	c := db.CreateContainer("c", "/pk", 2)

@@ -16,7 +16,7 @@ func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
 	t.Helper()
 	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(scope)))
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
 	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)
 	tokens, err := env.processor.CreateLeases(true)
@@ -122,7 +122,7 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	data.writeToRange(t, "0", 9)
 	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
-	leaseContainer := leaseServer.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
+	leaseContainer := leaseServer.Account.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
 	p := leasetest.NewWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	if metric, _ := poll(t, newScaler(t, scalerConfig(metadata, auth))); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)
 	}
-	if leaseServer.Count(cosmostest.KindQuery) != 1 || data.server.Count(cosmostest.KindQuery) != 0 {
+	if leaseServer.Handler.Count(cosmostest.KindQuery) != 1 || data.server.Handler.Count(cosmostest.KindQuery) != 0 {
 		t.Fatal("lease query did not go to the lease account")
 	}
 }

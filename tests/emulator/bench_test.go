@@ -73,7 +73,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv.SetLatency(benchLatency(b))
+			srv.Handler.SetLatency(benchLatency(b))
 			want := int64(leases)
 			pollOnce := func() {
 				metrics, _, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
@@ -87,7 +87,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 			// The connections opened here serve the timed polls; their
 			// goroutines take the label of the goroutine that opens them.
 			pprof.Do(context.Background(), clientSide, func(context.Context) { pollOnce() }) // resolve RIDs, open connections
-			srv.ResetRequests()
+			srv.Handler.ResetRequests()
 			b.ReportAllocs()
 			b.ResetTimer()
 			polls := 0
@@ -98,7 +98,7 @@ func BenchmarkCosmosDBPoll(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64(len(srv.Requests()))/float64(polls), "requests/poll")
+			b.ReportMetric(float64(len(srv.Handler.Requests()))/float64(polls), "requests/poll")
 		})
 	}
 }

@@ -223,7 +223,7 @@ func TestSeparateLeaseAccount(t *testing.T) {
 	data.writeToRange(t, "1", 6)
 	leaseServer := cosmostest.NewServer(cosmostest.WithAccountName("leaseaccount"))
 	t.Cleanup(leaseServer.Close)
-	leaseContainer := leaseServer.CreateDatabase("meta").CreateContainer("leases", "/id", 1)
+	leaseContainer := leaseServer.Account.CreateDatabase("meta").CreateContainer("leases", "/id", 1)
 	p := leasetest.NewWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func TestDocsListTheRetriedStatusesExactly(t *testing.T) {
 	env := newCosmosEnv(t, 1, dotNetV0)
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 	for _, status := range []int{400, 403, 404, 408, 409, 412, 429, 449, 500, 501, 502, 503, 504, 505} {
-		remove := env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: status, RetryAfter: time.Millisecond, Times: 1})
+		remove := env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: status, RetryAfter: time.Millisecond, Times: 1})
 		_, _, err := s.GetMetricsAndActivity(t.Context(), "s0-metric")
 		remove()
 		if retried := err == nil; retried != documented[status] {

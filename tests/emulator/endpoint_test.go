@@ -112,7 +112,7 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 			}
 			tokensBefore := tokenIssuer.TokenRequests()
-			env.server.ResetRequests()
+			env.server.Handler.ResetRequests()
 			s, err := scalers.NewAzureCosmosDBScaler(config)
 			if err == nil {
 				_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
@@ -129,7 +129,7 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 			if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
 				t.Fatalf("%d token requests for a refused trigger", n)
 			}
-			if n := len(env.server.Requests()); n != 0 {
+			if n := len(env.server.Handler.Requests()); n != 0 {
 				t.Fatalf("the refused trigger sent %d requests to the account", n)
 			}
 		})
@@ -158,7 +158,7 @@ func routedEnv(t *testing.T, host, leaseHost string, opts ...cosmostest.Option) 
 	srv := cosmostest.NewServer(opts...)
 	t.Cleanup(srv.Close)
 	routeHost(t, host, srv.Handler)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 1), leases: db.CreateContainer("leases", "/id", 1)}
 	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)
 	env.processor.AccountHost = leaseHost
@@ -174,11 +174,11 @@ func routedEnv(t *testing.T, host, leaseHost string, opts ...cosmostest.Option) 
 func pollsSeven(t *testing.T, env *cosmosEnv, config *scalersconfig.ScalerConfig) {
 	t.Helper()
 	s := newScaler(t, config)
-	env.server.ResetRequests()
+	env.server.Handler.ResetRequests()
 	if metric, active := poll(t, s); metric != 7 || !active {
 		t.Fatalf("metric %d active %v, want 7 true", metric, active)
 	}
-	if env.server.Count(cosmostest.KindChangeFeed) == 0 {
+	if env.server.Handler.Count(cosmostest.KindChangeFeed) == 0 {
 		t.Fatal("no change feed read reached the account")
 	}
 }

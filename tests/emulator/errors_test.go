@@ -37,7 +37,7 @@ func TestFailuresFailThePoll(t *testing.T) {
 			if metric, _ := poll(t, s); metric != 30 {
 				t.Fatalf("healthy poll metric %d, want 30", metric)
 			}
-			env.server.InjectFault(tc.fault)
+			env.server.Handler.InjectFault(tc.fault)
 			err := pollError(t, s)
 			assertMentions(t, err, tc.mention...)
 			assertNoSecret(t, err.Error(), env.server)
@@ -69,7 +69,7 @@ func TestPollHonoursContextDeadline(t *testing.T) {
 	env := newCosmosEnv(t, 2, dotNetV0)
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 	poll(t, s)
-	env.server.SetLatency(5 * time.Second)
+	env.server.Handler.SetLatency(5 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -30,7 +30,7 @@ func newFunctionsEnv(t *testing.T, format leaseFormat) *functionsEnv {
 	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	e := &functionsEnv{server: srv, orders: db.CreateContainer("orders", "/customerId", 2), payments: db.CreateContainer("payments", "/customerId", 1)}
 	leases := db.CreateContainer("leases", "/id", 1)
 	e.app = leasetest.NewWriter("", e.orders, leases, format)
@@ -77,7 +77,7 @@ func TestFunctionsAppWithoutPrefix(t *testing.T) {
 			if err := e.app.CatchUp(e.appTokens[1]); err != nil { // the app is behind on range 0 only
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(e.app.LeaseID(e.appTokens[0]), e.server.Host()+"_") {
+			if !strings.HasPrefix(e.app.LeaseID(e.appTokens[0]), e.server.Account.Host()+"_") {
 				t.Fatalf("lease id %q does not start with the account host", e.app.LeaseID(e.appTokens[0]))
 			}
 
@@ -138,7 +138,7 @@ func TestFunctionsAbsentProcessorNameIsAnError(t *testing.T) {
 		t.Fatal("a trigger without processorName was accepted")
 	}
 	assertMentions(t, err, "processorName")
-	if n := len(e.server.Requests()); n != 0 {
+	if n := len(e.server.Handler.Requests()); n != 0 {
 		t.Fatalf("the refused trigger sent %d requests", n)
 	}
 }

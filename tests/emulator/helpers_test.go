@@ -42,7 +42,7 @@ func newCosmosEnvInMode(t *testing.T, ranges int, format leaseFormat, mode chang
 	t.Helper()
 	srv := cosmostest.NewServer()
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	env := &cosmosEnv{
 		server:    srv,
 		monitored: db.CreateContainer("orders", "/customerId", ranges),

@@ -45,7 +45,7 @@ func TestLagFromCheckpointForEachSessionTokenForm(t *testing.T) {
 	for name, form := range forms {
 		t.Run(name, func(t *testing.T) {
 			env := newCosmosEnv(t, 1, dotNetV0)
-			env.server.SetSessionTokenForm(form)
+			env.server.Account.SetSessionTokenForm(form)
 			start := env.monitored.LSN("0")
 			env.writeToRange(t, "0", 30)
 			if err := env.processor.Checkpoint("0", start+12); err != nil {
@@ -114,15 +114,15 @@ func TestReadsEveryLeasePage(t *testing.T) {
 	for _, r := range env.monitored.Ranges() {
 		env.writeToRange(t, r.ID, 1)
 	}
-	env.server.ResetRequests()
+	env.server.Handler.ResetRequests()
 	s := newScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1"), keyAuth(env.server)))
 	if metric, _ := poll(t, s); metric != 120 {
 		t.Fatalf("metric %d, want 120 (one item in each of 120 ranges)", metric)
 	}
-	if pages := env.server.Count(cosmostest.KindQuery); pages < 2 {
+	if pages := env.server.Handler.Count(cosmostest.KindQuery); pages < 2 {
 		t.Fatalf("lease query used %d page(s), want at least 2", pages)
 	}
-	if reads := env.server.Count(cosmostest.KindChangeFeed); reads != 120 {
+	if reads := env.server.Handler.Count(cosmostest.KindChangeFeed); reads != 120 {
 		t.Fatalf("%d change feed reads, want exactly one per lease (120)", reads)
 	}
 }

@@ -20,7 +20,7 @@ func newMergeEnv(t *testing.T, ranges int, format leaseFormat) *cosmosEnv {
 	t.Helper()
 	srv := cosmostest.NewServer(cosmostest.WithPartitionMerge())
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	env := &cosmosEnv{
 		server:    srv,
 		monitored: db.CreateContainer("orders", "/customerId", ranges),
@@ -39,7 +39,7 @@ func newMergeEnv(t *testing.T, ranges int, format leaseFormat) *cosmosEnv {
 // PartitionMerge and none was refused with 400.
 func assertAllDeclareMerge(t *testing.T, srv *cosmostest.Server) {
 	t.Helper()
-	for _, r := range srv.Requests() {
+	for _, r := range srv.Handler.Requests() {
 		if r.Header.Get("x-ms-cosmos-sdk-supportedcapabilities") != "1" || r.Status == 400 {
 			t.Fatalf("request %s %s (%s) answered %d with capabilities %q", r.Method, r.Path, r.Kind, r.Status, r.Header.Get("x-ms-cosmos-sdk-supportedcapabilities"))
 		}
@@ -115,7 +115,7 @@ func TestMergeEPKLeasesOverHalvesAreTwoActivePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, seen := newObservedScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "3"), keyAuth(env.server)))
-	env.server.ResetRequests()
+	env.server.Handler.ResetRequests()
 	metric, active := poll(t, s)
 	e := lastEstimate(t, seen)
 	// Each lease is checkpointed at LSN 0; its first pending item is LSN 1
@@ -131,7 +131,7 @@ func TestMergeEPKLeasesOverHalvesAreTwoActivePartitions(t *testing.T) {
 		t.Fatalf("stale parents %d, split retried %v after a merge the EPK leases already fit", e.StaleParents, e.SplitRetried)
 	}
 	feeds := 0
-	for _, r := range env.server.Requests() {
+	for _, r := range env.server.Handler.Requests() {
 		if r.Kind != cosmostest.KindChangeFeed {
 			continue
 		}
@@ -143,7 +143,7 @@ func TestMergeEPKLeasesOverHalvesAreTwoActivePartitions(t *testing.T) {
 	if feeds != 2 {
 		t.Fatalf("%d change feed reads, want 2", feeds)
 	}
-	if q := env.server.Count(cosmostest.KindQuery); q != 1 {
+	if q := env.server.Handler.Count(cosmostest.KindQuery); q != 1 {
 		t.Fatalf("%d lease queries, want 1", q)
 	}
 	assertAllDeclareMerge(t, env.server)
@@ -161,14 +161,14 @@ func TestMergeStaleV0LeasesFollowTheSplitRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, seen := newObservedScaler(t, scalerConfig(env.metadata("activationChangeFeedLagThreshold", "7"), keyAuth(env.server)))
-		env.server.ResetRequests()
+		env.server.Handler.ResetRequests()
 		metric, active := poll(t, s)
 		e := lastEstimate(t, seen)
 		if metric != 8 || !active || e.ActivePartitions != 1 || e.StaleParents != 2 || !e.SplitRetried {
 			t.Fatalf("metric %d active %v, partitions %d, stale %d, retried %v; want 8 (activation+1), true, 1, 2, true (%s)",
 				metric, active, e.ActivePartitions, e.StaleParents, e.SplitRetried, leaseLags(e))
 		}
-		if q := env.server.Count(cosmostest.KindQuery); q != 2 {
+		if q := env.server.Handler.Count(cosmostest.KindQuery); q != 2 {
 			t.Fatalf("%d lease queries, want 2 (the poll and one refresh)", q)
 		}
 		assertAllDeclareMerge(t, env.server)
@@ -186,7 +186,7 @@ func TestMergeStaleV0LeasesFollowTheSplitRule(t *testing.T) {
 			t.Fatalf("metric %d active %v, partitions %d, total %d, stale %d; want 100, true, 1, 500, 2 (%s)",
 				metric, active, e.ActivePartitions, e.TotalLag, e.StaleParents, leaseLags(e))
 		}
-		if q := env.server.Count(cosmostest.KindQuery); q != 2 {
+		if q := env.server.Handler.Count(cosmostest.KindQuery); q != 2 {
 			t.Fatalf("%d lease queries, want 2", q)
 		}
 	})
@@ -210,7 +210,7 @@ func TestMergeLeasesWrittenAfterTheMerge(t *testing.T) {
 	}
 	left, right := replaceMergedV0Lease(t, env, "0"), replaceMergedV0Lease(t, env, "1")
 	s, seen := newObservedScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1000"), keyAuth(env.server)))
-	env.server.ResetRequests()
+	env.server.Handler.ResetRequests()
 	metric, active := poll(t, s)
 	e := lastEstimate(t, seen)
 	// Left: caught up at 5 within its half. Right: from LSN 3, merged LSN 8: 6.
@@ -225,7 +225,7 @@ func TestMergeLeasesWrittenAfterTheMerge(t *testing.T) {
 			t.Fatalf("lease %+v, want a dotnet-v1 EPK lease over its token's range", l.CosmosDBLease)
 		}
 	}
-	if q := env.server.Count(cosmostest.KindQuery); q != 1 {
+	if q := env.server.Handler.Count(cosmostest.KindQuery); q != 1 {
 		t.Fatalf("%d lease queries, want 1", q)
 	}
 	assertAllDeclareMerge(t, env.server)
@@ -265,7 +265,7 @@ func TestMergeBetweenLeaseQueryAndReads(t *testing.T) {
 			s, seen := newObservedScaler(t, scalerConfig(env.metadata("changeFeedLagThreshold", "1000", "activationChangeFeedLagThreshold", "7"), keyAuth(env.server)))
 			poll(t, s) // warm the RID and range caches before the merge
 			var hookErr error
-			env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Times: 1, Hook: func() {
+			env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Times: 1, Hook: func() {
 				// The replacement is written before the merge takes effect,
 				// so that no concurrent read sees the merge (and refreshes
 				// the leases) while only one lease has been replaced.
@@ -275,7 +275,7 @@ func TestMergeBetweenLeaseQueryAndReads(t *testing.T) {
 				}
 				_, hookErr = env.monitored.Merge("0", "1")
 			}})
-			env.server.ResetRequests()
+			env.server.Handler.ResetRequests()
 			metric, active := poll(t, s)
 			if hookErr != nil {
 				t.Fatal(hookErr)
@@ -285,7 +285,7 @@ func TestMergeBetweenLeaseQueryAndReads(t *testing.T) {
 				t.Fatalf("metric %d active %v stale %d retried %v (%s); want %d %v %d true",
 					metric, active, e.StaleParents, e.SplitRetried, leaseLags(e), tc.metric, tc.active, tc.stale)
 			}
-			if q := env.server.Count(cosmostest.KindQuery); q != 2 {
+			if q := env.server.Handler.Count(cosmostest.KindQuery); q != 2 {
 				t.Fatalf("%d lease queries, want 2 (the poll and one refresh)", q)
 			}
 			assertAllDeclareMerge(t, env.server)

@@ -151,10 +151,10 @@ func TestAllVersionsLeaseReadHeaders(t *testing.T) {
 	env := newCosmosEnvInMode(t, 1, dotNetV1, allVersionsAndDeletes)
 	env.writeToRange(t, env.monitored.Ranges()[0].ID, 1)
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
-	env.server.ResetRequests()
+	env.server.Handler.ResetRequests()
 	poll(t, s)
 	reads := 0
-	for _, r := range env.server.Requests() {
+	for _, r := range env.server.Handler.Requests() {
 		if r.Kind != cosmostest.KindChangeFeed {
 			continue
 		}

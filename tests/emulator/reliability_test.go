@@ -46,17 +46,17 @@ func TestTransientFaultsAreRetriedToTheSameMetric(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env, s := lagging3(t)
-			env.server.ResetRequests()
+			env.server.Handler.ResetRequests()
 			poll(t, s)
-			clean := len(env.server.Requests())
-			env.server.InjectFault(tc.fault)
-			env.server.ResetRequests()
+			clean := len(env.server.Handler.Requests())
+			env.server.Handler.InjectFault(tc.fault)
+			env.server.Handler.ResetRequests()
 			if metric, active := poll(t, s); metric != 60 || !active {
 				t.Fatalf("metric %d active %v under %s, want 60 true", metric, active, tc.name)
 			}
 			// A dropped connection on a reused keep-alive connection may be
 			// retried once more by net/http itself, below azcore.
-			if got := len(env.server.Requests()) - clean; got < tc.extra || got > tc.extra+1 {
+			if got := len(env.server.Handler.Requests()) - clean; got < tc.extra || got > tc.extra+1 {
 				t.Fatalf("%d extra requests, want %d", got, tc.extra)
 			}
 		})
@@ -69,22 +69,22 @@ func TestTransientFaultsAreRetriedToTheSameMetric(t *testing.T) {
 // poll at its deadline.
 func TestPersistentThrottlingFailsSayingThrottled(t *testing.T) {
 	env, s := lagging3(t)
-	remove := env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "1", Status: http.StatusTooManyRequests, RetryAfter: 5 * time.Millisecond})
+	remove := env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "1", Status: http.StatusTooManyRequests, RetryAfter: 5 * time.Millisecond})
 	assertMentions(t, pollError(t, s), "throttled", "429", "lease 1")
 	remove()
 
-	remove = env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Status: http.StatusTooManyRequests, RetryAfter: 5 * time.Second})
+	remove = env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Status: http.StatusTooManyRequests, RetryAfter: 5 * time.Second})
 	start := time.Now()
 	assertMentions(t, pollError(t, s), "throttled", "429", "lease 2")
 	if elapsed := time.Since(start); elapsed > time.Second {
 		t.Fatalf("poll waited %v for a retry-after of 5s, beyond the 2s cap", elapsed)
 	}
-	if n := env.server.Count(cosmostest.KindChangeFeed); n == 0 {
+	if n := env.server.Handler.Count(cosmostest.KindChangeFeed); n == 0 {
 		t.Fatal("no change feed read counted")
 	}
 	remove()
 
-	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
+	env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start = time.Now()
@@ -105,7 +105,7 @@ func TestCancelledPollReturnsPromptlyWithoutLeaks(t *testing.T) {
 	env := newCosmosEnv(t, 8, dotNetV0)
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 	poll(t, s)
-	env.server.SetLatency(10 * time.Second)
+	env.server.Handler.SetLatency(10 * time.Second)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -129,7 +129,7 @@ func TestCancelledPollReturnsPromptlyWithoutLeaks(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("cancelled poll did not return")
 	}
-	env.server.SetLatency(0)
+	env.server.Handler.SetLatency(0)
 	env.server.Close()
 }
 
@@ -169,7 +169,7 @@ func TestSplitBetweenQueryAndRead(t *testing.T) {
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 	poll(t, s)
 	var once sync.Once
-	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "0", Times: 1, Hook: func() {
+	env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "0", Times: 1, Hook: func() {
 		once.Do(func() {
 			if _, _, err := env.monitored.Split("0"); err != nil {
 				t.Error(err)
@@ -203,7 +203,7 @@ func TestBadWireDataFailsThePoll(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env, s := lagging3(t)
-			env.server.InjectFault(tc.fault)
+			env.server.Handler.InjectFault(tc.fault)
 			assertMentions(t, pollError(t, s), tc.mention)
 		})
 	}
@@ -235,7 +235,7 @@ func TestTenThousandLeases(t *testing.T) {
 	if metric, _ := poll(t, s); metric != 10000 {
 		t.Fatalf("metric %d, want 10000", metric)
 	}
-	if q := srv.Count(cosmostest.KindQuery); q != 21 {
+	if q := srv.Handler.Count(cosmostest.KindQuery); q != 21 {
 		t.Fatalf("%d query pages for 20,002 documents, want 21", q)
 	}
 }
@@ -245,7 +245,7 @@ func TestTenThousandLeases(t *testing.T) {
 // query returned: the poll describes one consistent snapshot of the leases.
 func TestLeaseDeletedBetweenQueryAndRead(t *testing.T) {
 	env, s := lagging3(t)
-	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Times: 1, Hook: func() {
+	env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "2", Times: 1, Hook: func() {
 		if !env.leases.Delete(env.processor.LeaseID("2")) {
 			t.Error("lease 2 was not there to delete")
 		}

@@ -16,7 +16,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	const canaryAccountKey = "U0VDUkVULUNBTkFSWS1LRVktMDEyMzQ1Njc4OQ==" // base64 "SECRET-CANARY-KEY-0123456789"
 	srv := cosmostest.NewServer(cosmostest.WithKey(canaryAccountKey))
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("appdb")
+	db := srv.Account.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", 2)
 	p := leasetest.NewWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), dotNetV0)
 	if _, err := p.CreateLeases(true); err != nil {
@@ -39,7 +39,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		{Kind: cosmostest.KindChangeFeed, DropConnection: true},
 		{Kind: cosmostest.KindChangeFeed, Status: http.StatusTooManyRequests},
 	} {
-		remove := srv.InjectFault(fault)
+		remove := srv.Handler.InjectFault(fault)
 		if _, _, err := good.GetMetricsAndActivity(t.Context(), "s0-metric"); err != nil {
 			texts = append(texts, err.Error())
 		}

@@ -16,12 +16,12 @@ func TestSplitRecoveredAfterLeaseRefresh(t *testing.T) {
 	s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 	poll(t, s) // warm caches
 
-	env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "1", Status: http.StatusGone, SubStatus: 1002, Times: 1})
-	env.server.ResetRequests()
+	env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, RangeID: "1", Status: http.StatusGone, SubStatus: 1002, Times: 1})
+	env.server.Handler.ResetRequests()
 	if metric, active := poll(t, s); metric != 50 || !active {
 		t.Fatalf("metric %d active %v, want 50 true", metric, active)
 	}
-	if q := env.server.Count(cosmostest.KindQuery); q != 2 {
+	if q := env.server.Handler.Count(cosmostest.KindQuery); q != 2 {
 		t.Fatalf("%d lease queries, want 2 (the poll and one refresh)", q)
 	}
 }
@@ -36,12 +36,12 @@ func TestStaleParentAloneWakesOneReplica(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := newScaler(t, scalerConfig(env.metadata("activationChangeFeedLagThreshold", "7"), keyAuth(env.server)))
-			env.server.ResetRequests()
+			env.server.Handler.ResetRequests()
 			metric, active := poll(t, s)
 			if metric != 8 || !active {
 				t.Fatalf("metric %d active %v, want activation+1 = 8 and active", metric, active)
 			}
-			if q := env.server.Count(cosmostest.KindQuery); q != 2 {
+			if q := env.server.Handler.Count(cosmostest.KindQuery); q != 2 {
 				t.Fatalf("%d lease queries, want 2 (one refresh only)", q)
 			}
 		})
@@ -123,7 +123,7 @@ func TestEPKLeasesInsideMergedRange(t *testing.T) {
 	if metric, _ := poll(t, s); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)
 	}
-	for _, r := range env.server.Requests() {
+	for _, r := range env.server.Handler.Requests() {
 		if r.Kind == cosmostest.KindChangeFeed && (r.Header.Get("x-ms-read-key-type") != "EffectivePartitionKeyRange" || r.Header.Get("x-ms-end-epk") == "") {
 			t.Fatalf("change feed read without EPK headers for a sub-range lease: %v", r.Header)
 		}
@@ -135,11 +135,11 @@ func TestOther410IsAnError(t *testing.T) {
 	for _, sub := range []int{1007, 1008, 0} {
 		env := newCosmosEnv(t, 1, dotNetV0)
 		env.writeToRange(t, "0", 3)
-		env.server.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: http.StatusGone, SubStatus: sub})
+		env.server.Handler.InjectFault(cosmostest.Fault{Kind: cosmostest.KindChangeFeed, Status: http.StatusGone, SubStatus: sub})
 		s := newScaler(t, scalerConfig(env.metadata(), keyAuth(env.server)))
 		err := pollError(t, s)
 		assertMentions(t, err, "410", "lease 0")
-		if env.server.Count(cosmostest.KindQuery) != 1 {
+		if env.server.Handler.Count(cosmostest.KindQuery) != 1 {
 			t.Fatalf("substatus %d triggered a lease refresh", sub)
 		}
 	}

@@ -47,7 +47,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 
 	srv := cosmostest.NewTLSServer(cosmostest.WithKey(accountKey))
 	defer srv.Close()
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	orders := db.CreateContainer("orders", "/pk", 2)
 	leases := db.CreateContainer("leases", "/id", 2)
 	physical := orders.Ranges()[0]
@@ -80,8 +80,8 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 		t.Fatalf("capture.mjs: %v\n%s", err, out)
 	}
 	t.Logf("JavaScript SDK: %s", strings.TrimSpace(string(out)))
-	sdk := srv.Requests()
-	srv.ResetRequests()
+	sdk := srv.Handler.Requests()
+	srv.Handler.ResetRequests()
 
 	// The scaler's own reads of the same positions: a probe processor's two
 	// leases (the physical range, and an EPK sub-range of it) read by the
@@ -96,7 +96,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.ResetRequests()
+	srv.Handler.ResetRequests()
 	data, leaseConn, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: azure.CosmosDBSecret(srv.ConnectionString())}, srv.Client(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestScalerRequestsMatchTheJavaScriptSDK(t *testing.T) {
 	if estimate, err := estimator.Estimate(context.Background()); err != nil || len(estimate.Leases) != 2 {
 		t.Fatalf("scaler: %d leases, %v", len(estimate.Leases), err)
 	}
-	scaler := srv.Requests()
+	scaler := srv.Handler.Requests()
 
 	for _, op := range []struct {
 		name string

@@ -386,7 +386,7 @@ func TestKEDAv2210Facts(t *testing.T) {
 	t.Run("a lease without a continuation counts: v2.21.0's metric is the items written", func(t *testing.T) {
 		for _, checkpointed := range []bool{false, true} {
 			srv := cosmostest.NewServer()
-			db := srv.CreateDatabase("appdb")
+			db := srv.Account.CreateDatabase("appdb")
 			monitored := db.CreateContainer("orders", "/customerId", 1)
 			writer := leasetest.NewWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 			if _, err := writer.CreateLeases(checkpointed); err != nil {

@@ -12,14 +12,14 @@ import "time"
 
 // Routes of the control API.
 const (
-	RouteContainers   = "/control/containers"                               // POST CreateContainerRequest -> Container
-	RouteRanges       = "/control/containers/{database}/{container}/ranges" // GET -> Container
+	routeContainers   = "/control/containers"                               // POST CreateContainerRequest -> Container
+	routeRanges       = "/control/containers/{database}/{container}/ranges" // GET -> Container
 	RouteProcessors   = "/control/processors"                               // POST CreateLeasesRequest -> Leases
-	RoutePartitionKey = "/control/partition-key"                            // GET ?database=&container=&range= -> PartitionKey
-	RouteSplit        = "/control/split"                                    // POST SplitRequest -> Split
-	RouteMerge        = "/control/merge"                                    // POST MergeRequest -> Range
-	RouteHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
-	RouteRequests     = "/control/requests"                                 // GET -> Requests
+	routePartitionKey = "/control/partition-key"                            // GET ?database=&container=&range= -> PartitionKey
+	routeSplit        = "/control/split"                                    // POST splitRequest -> Split
+	routeMerge        = "/control/merge"                                    // POST mergeRequest -> Range
+	routeHealthz      = "/control/healthz"                                  // GET -> "ok" (text/plain)
+	routeRequests     = "/control/requests"                                 // GET -> Requests
 )
 
 // Requests is the account's request log: the Cosmos DB requests it
@@ -40,9 +40,9 @@ type LoggedRequest struct {
 	Header  map[string][]string `json:"header"`            // canonical names
 }
 
-// MaxRanges bounds the physical ranges of a container created over the
+// maxRanges bounds the physical ranges of a container created over the
 // control API.
-const MaxRanges = 1024
+const maxRanges = 1024
 
 // CreateContainerRequest creates the database and the container if missing.
 // Ranges defaults to 1.
@@ -120,8 +120,8 @@ type PartitionKey struct {
 	PartitionKey string `json:"partitionKey"`
 }
 
-// SplitRequest splits a live range at its midpoint.
-type SplitRequest struct {
+// splitRequest splits a live range at its midpoint.
+type splitRequest struct {
 	Database  string `json:"database"`
 	Container string `json:"container"`
 	Range     string `json:"range"`
@@ -133,17 +133,17 @@ type Split struct {
 	Right Range `json:"right"`
 }
 
-// MergeRequest merges two adjacent live ranges, named in either order, into
+// mergeRequest merges two adjacent live ranges, named in either order, into
 // one. The account must have partition merge enabled (cosmoslag serve
 // --enable-partition-merge), as the service merges only on such accounts;
 // the answer is the new range, whose parents are the two.
-type MergeRequest struct {
+type mergeRequest struct {
 	Database  string   `json:"database"`
 	Container string   `json:"container"`
 	Ranges    []string `json:"ranges"`
 }
 
-// ErrorBody is the body of every answer other than success.
-type ErrorBody struct {
+// errorBody is the body of every answer other than success.
+type errorBody struct {
 	Error string `json:"error"`
 }

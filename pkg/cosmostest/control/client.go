@@ -28,19 +28,19 @@ func NewClient(baseURL string, httpClient *http.Client) *Client {
 
 // Error is an answer other than success.
 type Error struct {
-	Method, Path string
+	method, path string
 	Status       int
-	Message      string // the ErrorBody's error, or the body as it came
+	Message      string // the errorBody's error, or the body as it came
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("control %s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), e.Message)
+	return fmt.Sprintf("control %s %s: %d %s: %s", e.method, e.path, e.Status, http.StatusText(e.Status), e.Message)
 }
 
 // CreateContainer creates the database and the container if missing.
 func (c *Client) CreateContainer(ctx context.Context, req CreateContainerRequest) (Container, error) {
 	var out Container
-	return out, c.call(ctx, http.MethodPost, RouteContainers, req, &out)
+	return out, c.call(ctx, http.MethodPost, routeContainers, req, &out)
 }
 
 // Container returns the container with its live ranges.
@@ -61,31 +61,31 @@ func (c *Client) CreateLeases(ctx context.Context, req CreateLeasesRequest) (Lea
 func (c *Client) PartitionKey(ctx context.Context, database, container, rangeID string) (string, error) {
 	var out PartitionKey
 	q := url.Values{"database": {database}, "container": {container}, "range": {rangeID}}
-	return out.PartitionKey, c.call(ctx, http.MethodGet, RoutePartitionKey+"?"+q.Encode(), nil, &out)
+	return out.PartitionKey, c.call(ctx, http.MethodGet, routePartitionKey+"?"+q.Encode(), nil, &out)
 }
 
 // Split splits a live range at its midpoint.
 func (c *Client) Split(ctx context.Context, database, container, rangeID string) (Split, error) {
 	var out Split
-	return out, c.call(ctx, http.MethodPost, RouteSplit, SplitRequest{Database: database, Container: container, Range: rangeID}, &out)
+	return out, c.call(ctx, http.MethodPost, routeSplit, splitRequest{Database: database, Container: container, Range: rangeID}, &out)
 }
 
 // Merge merges two adjacent live ranges into one and returns it.
 func (c *Client) Merge(ctx context.Context, database, container, rangeID, otherID string) (Range, error) {
 	var out Range
-	req := MergeRequest{Database: database, Container: container, Ranges: []string{rangeID, otherID}}
-	return out, c.call(ctx, http.MethodPost, RouteMerge, req, &out)
+	req := mergeRequest{Database: database, Container: container, Ranges: []string{rangeID, otherID}}
+	return out, c.call(ctx, http.MethodPost, routeMerge, req, &out)
 }
 
 // Requests returns the account's request log (GET /control/requests).
 func (c *Client) Requests(ctx context.Context) (Requests, error) {
 	var out Requests
-	return out, c.call(ctx, http.MethodGet, RouteRequests, nil, &out)
+	return out, c.call(ctx, http.MethodGet, routeRequests, nil, &out)
 }
 
 // Healthy reports nil once the control API answers its health check.
 func (c *Client) Healthy(ctx context.Context) error {
-	return c.call(ctx, http.MethodGet, RouteHealthz, nil, nil)
+	return c.call(ctx, http.MethodGet, routeHealthz, nil, nil)
 }
 
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
@@ -114,8 +114,8 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		e := &Error{Method: method, Path: path, Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
-		var eb ErrorBody
+		e := &Error{method: method, path: path, Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+		var eb errorBody
 		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
 			e.Message = eb.Error
 		}

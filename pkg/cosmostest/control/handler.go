@@ -32,14 +32,14 @@ type Handler struct {
 // in one line to log: time, method, path, status, duration.
 func NewHandler(srv *cosmostest.Server, log io.Writer) *Handler {
 	h := &Handler{acct: srv.Account, api: srv.Handler, mux: http.NewServeMux(), log: log}
-	h.mux.HandleFunc("POST "+RouteContainers, jsonHandler(h.createContainer))
-	h.mux.HandleFunc("GET "+RouteRanges, jsonHandler(h.containerRanges))
+	h.mux.HandleFunc("POST "+routeContainers, jsonHandler(h.createContainer))
+	h.mux.HandleFunc("GET "+routeRanges, jsonHandler(h.containerRanges))
 	h.mux.HandleFunc("POST "+RouteProcessors, jsonHandler(h.createLeases))
-	h.mux.HandleFunc("GET "+RoutePartitionKey, jsonHandler(h.partitionKey))
-	h.mux.HandleFunc("POST "+RouteSplit, jsonHandler(h.split))
-	h.mux.HandleFunc("POST "+RouteMerge, jsonHandler(h.merge))
-	h.mux.HandleFunc("GET "+RouteRequests, jsonHandler(h.requests))
-	h.mux.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) {
+	h.mux.HandleFunc("GET "+routePartitionKey, jsonHandler(h.partitionKey))
+	h.mux.HandleFunc("POST "+routeSplit, jsonHandler(h.split))
+	h.mux.HandleFunc("POST "+routeMerge, jsonHandler(h.merge))
+	h.mux.HandleFunc("GET "+routeRequests, jsonHandler(h.requests))
+	h.mux.HandleFunc("GET "+routeHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
@@ -103,8 +103,8 @@ func (h *Handler) createContainer(r *http.Request) (int, any, error) {
 	if req.Ranges != nil {
 		ranges = *req.Ranges
 	}
-	if ranges < 1 || ranges > MaxRanges {
-		return 0, nil, badRequest("ranges must be between 1 and %d, got %d", MaxRanges, ranges)
+	if ranges < 1 || ranges > maxRanges {
+		return 0, nil, badRequest("ranges must be between 1 and %d, got %d", maxRanges, ranges)
 	}
 
 	h.createMu.Lock()
@@ -223,7 +223,7 @@ func (h *Handler) partitionKey(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) split(r *http.Request) (int, any, error) {
-	var req SplitRequest
+	var req splitRequest
 	if err := decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}
@@ -244,7 +244,7 @@ func (h *Handler) split(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) merge(r *http.Request) (int, any, error) {
-	var req MergeRequest
+	var req mergeRequest
 	if err := decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}

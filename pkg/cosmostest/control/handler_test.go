@@ -66,7 +66,7 @@ func TestLeasesAnswerWithTheFormatNamesTheyAccept(t *testing.T) {
 			if got.Format != tc.answered || len(got.Leases) != 2 || strings.Contains(got.Leases[0].Token, "-") != tc.epk {
 				t.Errorf("answer %+v, want format %s, 2 leases, EPK tokens %v", got, tc.answered, tc.epk)
 			}
-			leases, _ := srv.Container("db", "leases")
+			leases, _ := srv.Account.Container("db", "leases")
 			if _, ok := leases.Get(got.Leases[0].ID); !ok {
 				t.Errorf("lease %s not written", got.Leases[0].ID)
 			}
@@ -96,7 +96,7 @@ func TestClientReportsTheAPIError(t *testing.T) {
 // API: the handler looks containers up in the account.
 func TestControlSeesContainersOfTheAccount(t *testing.T) {
 	c, srv := newControl(t)
-	srv.CreateDatabase("db").CreateContainer("direct", "/pk", 3)
+	srv.Account.CreateDatabase("db").CreateContainer("direct", "/pk", 3)
 	got, err := c.Container(context.Background(), "db", "direct")
 	if err != nil || len(got.Ranges) != 3 || got.PartitionKeyPath != "/pk" {
 		t.Errorf("container %+v, %v", got, err)
@@ -118,7 +118,7 @@ func TestLeasesCarryTheProcessorsMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, _ := srv.Container("db", "leases")
+	leases, _ := srv.Account.Container("db", "leases")
 	doc, _ := leases.Get(got.Leases[0].ID)
 	// The .NET v3 SDK records the mode as the A-IM value it reads with.
 	if doc["Mode"] != "Full-Fidelity Feed" {

@@ -11,7 +11,7 @@ import (
 )
 
 // A small kit for a JSON API: handlers return a status and a reply or an
-// error, bodies are decoded strictly, and every error is a JSON ErrorBody.
+// error, bodies are decoded strictly, and every error is a JSON errorBody.
 
 // maxBody bounds the bytes of a request body.
 const maxBody = 1 << 20
@@ -56,7 +56,7 @@ func jsonHandler(h func(r *http.Request) (int, any, error)) http.HandlerFunc {
 			if !errors.As(err, &ae) {
 				ae = &apiError{http.StatusInternalServerError, err.Error()}
 			}
-			writeJSON(w, ae.status, ErrorBody{ae.msg})
+			writeJSON(w, ae.status, errorBody{ae.msg})
 			return
 		}
 		writeJSON(w, status, body)
@@ -126,7 +126,7 @@ func unmatched(w http.ResponseWriter, r *http.Request, muxAnswer http.Handler) {
 	if probe.status == http.StatusMethodNotAllowed {
 		msg = r.Method + " is not allowed on " + r.URL.EscapedPath()
 	}
-	writeJSON(w, probe.statusCode(), ErrorBody{msg})
+	writeJSON(w, probe.statusCode(), errorBody{msg})
 }
 
 // statusRecorder remembers the status a handler answered with.

@@ -30,12 +30,12 @@ func TestCreateLeasesWithoutPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			items, _ := srv.Container("db", "items")
-			want := srv.Host() + "_" + items.Database().RID() + "_" + items.RID()
+			items, _ := srv.Account.Container("db", "items")
+			want := srv.Account.Host() + "_" + items.Database().RID() + "_" + items.RID()
 			if got.Prefix != want || len(got.Leases) != 2 || got.Format != format {
 				t.Fatalf("answer %+v, want prefix %q, 2 leases in %s", got, want, format)
 			}
-			leases, _ := srv.Container("db", "leases")
+			leases, _ := srv.Account.Container("db", "leases")
 			for _, id := range []string{got.Leases[0].ID, got.Leases[1].ID, want + ".info", want + ".lock"} {
 				if _, ok := leases.Get(id); !ok {
 					t.Errorf("document %s not written", id)
@@ -64,7 +64,7 @@ func TestCreateLeasesNameValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	db := srv.CreateDatabase("db")
+	db := srv.Account.CreateDatabase("db")
 	db.CreateContainer("items", "/pk", 1)
 	db.CreateContainer("leases", "/id", 1)
 	h := control.NewHandler(srv, io.Discard)
@@ -85,7 +85,7 @@ func TestCreateLeasesNameValidation(t *testing.T) {
 		{`{"name":"` + strings.Repeat("n", 256) + `","database":"db","monitored":"items","leases":"leases"}`, 400, "name must be at most 255 characters long"},
 		{`{"name":"","database":"","monitored":"items","leases":"leases"}`, 400, "database is required"},
 		{`{"name":"","database":"db","monitored":"items","leases":"leases","format":"JavaV3"}`, 400, "format must be one of"},
-		{`{"name":"","database":"db","monitored":"items","leases":"leases"}`, 201, `"prefix":"` + srv.Host() + `_`},
+		{`{"name":"","database":"db","monitored":"items","leases":"leases"}`, 201, `"prefix":"` + srv.Account.Host() + `_`},
 	} {
 		status, body := post(tc.body)
 		if status != tc.status || !strings.Contains(body, tc.want) {
@@ -93,7 +93,7 @@ func TestCreateLeasesNameValidation(t *testing.T) {
 		}
 		if status == 201 {
 			var out control.Leases
-			if err := json.Unmarshal([]byte(body), &out); err != nil || len(out.Leases) != 1 || !strings.HasPrefix(out.Leases[0].ID, srv.Host()+"_") {
+			if err := json.Unmarshal([]byte(body), &out); err != nil || len(out.Leases) != 1 || !strings.HasPrefix(out.Leases[0].ID, srv.Account.Host()+"_") {
 				t.Errorf("answer %s: %v", body, err)
 			}
 		}

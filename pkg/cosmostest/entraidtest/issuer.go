@@ -39,10 +39,9 @@ type Issuer struct {
 	ca     *testcert.CA
 	secret []byte // signs access tokens
 	http   *httptest.Server
-	client *http.Client
 	url    string
 	gate   *gate.Gate
-	faults fault.List[Fault]
+	faults fault.List[tokenFault]
 
 	mu     sync.Mutex
 	grants []TokenGrant
@@ -57,11 +56,10 @@ type TokenGrant struct {
 	ClientID   string
 	Scope      string
 	Credential string // "secret" or "assertion"
-	At         time.Time
 }
 
-// Fault makes token requests fail.
-type Fault struct {
+// tokenFault makes token requests fail.
+type tokenFault struct {
 	Status         int           // answered with an OAuth2 error body, e.g. 503
 	RetryAfter     time.Duration // sent as Retry-After (whole seconds)
 	Times          int           // requests it hits; 0 = always
@@ -99,7 +97,6 @@ func New() (*Issuer, error) {
 	}
 	t.http.StartTLS()
 	t.url = t.http.URL + "/"
-	t.client = &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	return t, nil
 }
 
@@ -114,12 +111,8 @@ func (t *Issuer) CAPEM() []byte { return t.ca.PEM() }
 // serving the issuer under another name (connectproxy).
 func (t *Issuer) Certificate(host string) (*tls.Certificate, error) { return t.ca.Leaf(host) }
 
-// Client trusts the issuer's CA and uses no proxy; pass it as
-// azcore.ClientOptions.Transport.
-func (t *Issuer) Client() *http.Client { return t.client }
-
-// Scopes returns the resource scope of every answered token request, in order.
-func (t *Issuer) Scopes() []string {
+// scopes returns the resource scope of every answered token request, in order.
+func (t *Issuer) scopes() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]string, len(t.grants))
@@ -143,9 +136,9 @@ func (t *Issuer) Grants() []TokenGrant {
 	return append([]TokenGrant{}, t.grants...)
 }
 
-// InjectFault makes token requests fail; the returned function removes the
+// injectFault makes token requests fail; the returned function removes the
 // fault (idempotent). The first fault (in injection order) applies.
-func (t *Issuer) InjectFault(f Fault) (remove func()) { return t.faults.Add(f, f.Times) }
+func (t *Issuer) injectFault(f tokenFault) (remove func()) { return t.faults.Add(f, f.Times) }
 
 // Verifier returns a token check for cosmostest.WithTokenVerifier: the token
 // must come from this issuer, be unexpired and, unless requiredScope is "",
@@ -173,7 +166,6 @@ func (t *Issuer) Close() {
 	t.gate.Close()
 	t.http.Close()
 	t.gate.Wait()
-	t.client.CloseIdleConnections()
 }
 
 // ServeHTTP serves one request to the authority, under whatever host name

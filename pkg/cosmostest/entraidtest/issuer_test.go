@@ -81,7 +81,7 @@ func TestIssuerClientSecretCredential(t *testing.T) {
 	}
 	tok := getToken(t, cred, cosmosScope)
 
-	if got := ti.Scopes(); len(got) != 1 || got[0] != cosmosScope {
+	if got := ti.scopes(); len(got) != 1 || got[0] != cosmosScope {
 		t.Errorf("scopes %v", got)
 	}
 	g := ti.Grants()[0]
@@ -132,7 +132,7 @@ func TestIssuerWorkloadIdentityCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	getToken(t, cred, "https://myaccount.documents.azure.com/.default")
-	if got := ti.Scopes(); len(got) != 1 || got[0] != "https://myaccount.documents.azure.com/.default" {
+	if got := ti.scopes(); len(got) != 1 || got[0] != "https://myaccount.documents.azure.com/.default" {
 		t.Errorf("scopes %v", got)
 	}
 	if g := ti.Grants()[0]; g.Credential != "assertion" || g.ClientID != "wi-client" || g.Tenant != "tenant-2" {
@@ -155,7 +155,7 @@ func TestIssuerServesPublicCloudAuthorityThroughProxy(t *testing.T) {
 
 func TestIssuerFaults(t *testing.T) {
 	ti, client := newIssuer(t)
-	ti.InjectFault(Fault{Status: http.StatusServiceUnavailable, Times: 1})
+	ti.injectFault(tokenFault{Status: http.StatusServiceUnavailable, Times: 1})
 	newCred := func() azcore.TokenCredential {
 		cred, err := azidentity.NewClientSecretCredential("tenant-4", "client-4", "s3cret",
 			&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL()), DisableInstanceDiscovery: true})
@@ -181,7 +181,7 @@ func TestEntraIDEndToEnd(t *testing.T) {
 	ti, client := newIssuer(t)
 	s := cosmostest.NewTLSServer(cosmostest.WithTokenVerifier(ti.Verifier(cosmosScope)))
 	defer s.Close()
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 
 	cred, err := azidentity.NewClientSecretCredential("tenant-5", "client-5", "s3cret",
 		&azidentity.ClientSecretCredentialOptions{ClientOptions: issuerOptions(client, ti.URL())})
@@ -222,7 +222,7 @@ func TestEntraIDEndToEnd(t *testing.T) {
 			t.Errorf("rid %s", resp.DatabaseProperties.ResourceID)
 		}
 	}
-	for _, r := range s.Requests() {
+	for _, r := range s.Handler.Requests() {
 		if a := r.Header.Get("Authorization"); a != "" && a != "type=aad&ver=1.0&sig=REDACTED" {
 			t.Errorf("logged authorization %q", a)
 		}

@@ -75,7 +75,7 @@ func (t *Issuer) openIDConfiguration(w http.ResponseWriter, r *http.Request, ten
 const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 func (t *Issuer) token(w http.ResponseWriter, r *http.Request, tenant string) {
-	if f, faulted := t.faults.Take(func(Fault) bool { return true }); faulted {
+	if f, faulted := t.faults.Take(func(tokenFault) bool { return true }); faulted {
 		if !t.gate.Sleep(r.Context(), f.Latency) {
 			fault.DropConnection(w)
 			return
@@ -133,7 +133,7 @@ func (t *Issuer) token(w http.ResponseWriter, r *http.Request, tenant string) {
 		Exp:      now.Add(lifetime).Unix(),
 	})
 	t.mu.Lock()
-	t.grants = append(t.grants, TokenGrant{Host: r.Host, Tenant: tenant, ClientID: clientID, Scope: scope, Credential: credential, At: now})
+	t.grants = append(t.grants, TokenGrant{Host: r.Host, Tenant: tenant, ClientID: clientID, Scope: scope, Credential: credential})
 	t.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type":     "Bearer",

@@ -63,7 +63,7 @@ type Writer struct {
 	AccountHost string                // host written into lease ids; defaults to the monitored server's Host()
 	Monitored   *cosmostest.Container // the data container
 	Leases      *cosmostest.Container // the lease container, partitioned by /id or /partitionKey
-	Format      cosmostest.LeaseFormat
+	format      cosmostest.LeaseFormat
 	// Mode is the processor's change feed mode, recorded as its library
 	// records it: .NET "Mode" ("Incremental Feed" / "Full-Fidelity Feed"),
 	// Java EPK state ("INCREMENTAL" / "FULL_FIDELITY", starting from NOW).
@@ -75,14 +75,14 @@ type Writer struct {
 // NewWriter describes the leases of a processor of the given format;
 // name may be empty (see Writer.Name).
 func NewWriter(name string, monitored, leases *cosmostest.Container, format cosmostest.LeaseFormat) *Writer {
-	return &Writer{Name: name, AccountHost: monitored.Database().Account().Host(), Monitored: monitored, Leases: leases, Format: format}
+	return &Writer{Name: name, AccountHost: monitored.Database().Account().Host(), Monitored: monitored, Leases: leases, format: format}
 }
 
 // Prefix is "{Name}{AccountHost}_{dbRid}_{collRid}", or with the database
 // and container ids instead of RIDs for JavaV0.
 func (p *Writer) Prefix() string {
 	db, coll := p.Monitored.Database().RID(), p.Monitored.RID()
-	if p.Format == cosmostest.JavaV0 {
+	if p.format == cosmostest.JavaV0 {
 		db, coll = p.Monitored.Database().ID(), p.Monitored.ID()
 	}
 	return p.Name + p.AccountHost + "_" + db + "_" + coll
@@ -109,7 +109,7 @@ func (p *Writer) CreateLeases(startFromNow bool) ([]string, error) {
 			cont = &lsn
 		}
 		token := r.ID
-		if p.Format.EPK() {
+		if p.format.EPK() {
 			token = r.MinInclusive + "-" + r.MaxExclusive
 		}
 		if err := p.writeLease(token, r.MinInclusive, r.MaxExclusive, cont, ""); err != nil {
@@ -134,7 +134,7 @@ func (p *Writer) Lease(token string) (map[string]any, bool) {
 // Checkpoint sets the lease's continuation to lsn in the format's encoding.
 func (p *Writer) Checkpoint(token string, lsn int64) error {
 	return p.update(token, func(doc map[string]any) error {
-		if p.Format == cosmostest.JavaV1 {
+		if p.format == cosmostest.JavaV1 {
 			lower, upper := p.leaseRange(doc)
 			doc["ContinuationToken"] = javaContinuationToken(p.Monitored.RID(), lower, upper, lsn, p.Mode)
 		} else {
@@ -184,7 +184,7 @@ func (p *Writer) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		return nil, fmt.Errorf("replace lease %q after split: %w", parentToken, err)
 	}
 	var lower, upper string
-	if p.Format.EPK() {
+	if p.format.EPK() {
 		lower, upper = p.leaseRange(doc)
 	} else {
 		r, gone, ok := p.Monitored.Range(parentToken)
@@ -202,7 +202,7 @@ func (p *Writer) ReplaceAfterSplit(parentToken string) ([]string, error) {
 		if r.MaxExclusive <= lower || r.MinInclusive >= upper {
 			continue // no overlap
 		}
-		if p.Format.EPK() {
+		if p.format.EPK() {
 			lo, hi := max(lower, r.MinInclusive), min(upper, r.MaxExclusive)
 			children = append(children, child{lo + "-" + hi, lo, hi})
 			continue
@@ -227,7 +227,7 @@ func (p *Writer) ReplaceAfterSplit(parentToken string) ([]string, error) {
 }
 
 func (p *Writer) currentLSN(token string) (int64, error) {
-	if !p.Format.EPK() {
+	if !p.format.EPK() {
 		lsn := p.Monitored.LSN(token)
 		if lsn < 0 {
 			return 0, fmt.Errorf("lease %q: range %w", token, cosmostest.ErrRangeNotFound)
@@ -265,12 +265,12 @@ func (p *Writer) writeLease(token, min, max string, cont *int64, owner string) e
 	if owner != "" {
 		ownerVal = owner
 	}
-	if p.Mode == cosmostest.AllVersionsAndDeletes && !p.Format.HasAllVersionsAndDeletes() {
-		return fmt.Errorf("%v leases have no all-versions-and-deletes mode", p.Format)
+	if p.Mode == cosmostest.AllVersionsAndDeletes && !p.format.HasAllVersionsAndDeletes() {
+		return fmt.Errorf("%v leases have no all-versions-and-deletes mode", p.format)
 	}
 	var contVal any
 	if cont != nil {
-		if p.Format == cosmostest.JavaV1 {
+		if p.format == cosmostest.JavaV1 {
 			contVal = javaContinuationToken(p.Monitored.RID(), min, max, *cont, p.Mode)
 		} else {
 			contVal = quotedLSN(*cont)
@@ -283,10 +283,10 @@ func (p *Writer) writeLease(token, min, max string, cont *int64, owner string) e
 		"timestamp":         p.timestamp(time.Now(), false),
 	}
 	dotNetRange := map[string]any{"Range": map[string]any{"min": min, "max": max}}
-	switch p.Format {
+	switch p.format {
 	case cosmostest.DotNetV0, cosmostest.DotNetV1:
 		version := 0
-		if p.Format == cosmostest.DotNetV1 {
+		if p.format == cosmostest.DotNetV1 {
 			version = 1
 		}
 		doc["version"] = version
@@ -310,7 +310,7 @@ func (p *Writer) writeLease(token, min, max string, cont *int64, owner string) e
 		doc["gremlincompatid"] = doc["id"]
 		doc["properties"] = map[string]any{}
 	default:
-		return fmt.Errorf("unknown lease format %v", p.Format)
+		return fmt.Errorf("unknown lease format %v", p.format)
 	}
 	return p.upsert(doc)
 }
@@ -335,7 +335,7 @@ func (p *Writer) upsert(doc map[string]any) error {
 // leaseRange reads the EPK range of a lease document.
 func (p *Writer) leaseRange(doc map[string]any) (lower, upper string) {
 	key := "FeedRange"
-	if p.Format == cosmostest.JavaV1 {
+	if p.format == cosmostest.JavaV1 {
 		key = "feedRange"
 	}
 	fr, _ := doc[key].(map[string]any)
@@ -351,7 +351,7 @@ func (p *Writer) continuationLSN(doc map[string]any) (*int64, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	if p.Format == cosmostest.JavaV1 {
+	if p.format == cosmostest.JavaV1 {
 		b, err := javaStateEncoding.DecodeString(raw)
 		if err != nil {
 			return nil, fmt.Errorf("decode Java continuation: %w", err)
@@ -438,7 +438,7 @@ var javaStateEncoding = base64.URLEncoding
 func (p *Writer) timestamp(t time.Time, updated bool) string {
 	t = t.UTC()
 	switch {
-	case p.Format != cosmostest.JavaV0 && p.Format != cosmostest.JavaV1:
+	case p.format != cosmostest.JavaV0 && p.format != cosmostest.JavaV1:
 		return t.Format("2006-01-02T15:04:05.9999999Z")
 	case updated:
 		// DateTimeFormatter.ISO_INSTANT: seconds always, then 0, 3, 6 or 9

@@ -26,7 +26,7 @@ type leaseFixture struct {
 func newLeaseFixture(t *testing.T, leasePK string) leaseFixture {
 	s := cosmostest.NewServer()
 	t.Cleanup(s.Close)
-	db := s.CreateDatabase("db")
+	db := s.Account.CreateDatabase("db")
 	data := db.CreateContainer("data", "/pk", 2)
 	if err := data.WriteItemsToRange("0", 5); err != nil {
 		t.Fatal(err)
@@ -425,7 +425,7 @@ func TestLeaseTimestampsAsTheLibrariesWriteThem(t *testing.T) {
 		{"Java updated: seconds always", cosmostest.JavaV0, at(0, 0), true, "2026-06-28T14:42:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Writer{Format: tc.format}
+			p := &Writer{format: tc.format}
 			if got := p.timestamp(tc.t, tc.updated); got != tc.want {
 				t.Errorf("timestamp = %q, want %q", got, tc.want)
 			}

@@ -93,7 +93,7 @@ func TestUnsupportedConstructsAreNamed(t *testing.T) {
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			_, err := Parse(tc.query, nil)
-			e, ok := err.(*Error)
+			e, ok := err.(*queryError)
 			if !ok || e.Construct != tc.construct {
 				t.Fatalf("got %v, want an error naming %q", err, tc.construct)
 			}
@@ -128,7 +128,7 @@ func run(t *testing.T, text string) []any {
 	if q.IsAggregate() {
 		return []any{q.Aggregate(matching)}
 	}
-	q.Sort(matching)
+	q.sortDocs(matching)
 	if n := q.Top(); n >= 0 && n < len(matching) {
 		matching = matching[:n]
 	}
@@ -182,15 +182,15 @@ func TestPlanRewritesWhatTheSDKsMerge(t *testing.T) {
 		t.Errorf("queryInfo %v", info)
 	}
 	rewritten := info["rewrittenQuery"].(string)
-	if !strings.Contains(rewritten, OrderByFilterPlaceholder) {
+	if !strings.Contains(rewritten, orderByFilterPlaceholder) {
 		t.Errorf("rewritten query %q has no filter placeholder", rewritten)
 	}
 	// The SDKs send it back with the placeholder replaced; it must parse.
-	back, err := Parse(strings.Replace(rewritten, OrderByFilterPlaceholder, "true", 1), nil)
+	back, err := Parse(strings.Replace(rewritten, orderByFilterPlaceholder, "true", 1), nil)
 	if err != nil {
 		t.Fatalf("the rewritten query %q does not parse: %v", rewritten, err)
 	}
-	if !back.Ordered() || back.Top() != 3 {
+	if !back.ordered() || back.Top() != 3 {
 		t.Errorf("the rewritten query lost ORDER BY or TOP: %q", rewritten)
 	}
 

@@ -82,7 +82,7 @@ var reserved = map[string]bool{"select": true, "from": true, "where": true, "and
 	"true": true, "false": true, "null": true, "undefined": true, "exists": true, "array": true, "having": true}
 
 // refusedClause names a clause keyword the subset does not support.
-func (p *parser) refusedClause() *Error {
+func (p *parser) refusedClause() *queryError {
 	t := p.peek()
 	if t.kind != tokIdent {
 		return nil

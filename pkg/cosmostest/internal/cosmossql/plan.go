@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// OrderByFilterPlaceholder is where the SDKs put their resume condition in
+// orderByFilterPlaceholder is where the SDKs put their resume condition in
 // a rewritten ORDER BY query ("true" on the first page).
-const OrderByFilterPlaceholder = "{documentdb-formattableorderbyquery-filter}"
+const orderByFilterPlaceholder = "{documentdb-formattableorderbyquery-filter}"
 
 // NeedsPartitionedExecution reports whether a cross-partition run of the
 // query needs the SDK to merge per-range results (ORDER BY, TOP, an
@@ -76,7 +76,7 @@ func (q *Query) rewritten() string {
 	case q.orderBy != nil:
 		var b strings.Builder
 		b.WriteString("SELECT " + top + q.alias + "._rid, [{\"item\": " + q.orderBy.String() + "}] AS orderByItems, " + q.payload() + " AS payload FROM " + q.alias)
-		b.WriteString(" WHERE (" + OrderByFilterPlaceholder + ")")
+		b.WriteString(" WHERE (" + orderByFilterPlaceholder + ")")
 		if where != "" {
 			b.WriteString(" AND " + where)
 		}

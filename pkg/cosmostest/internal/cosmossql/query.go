@@ -52,26 +52,26 @@ type projection struct {
 	e    expr
 }
 
-// Error is a query this package refuses. Construct names what is not
+// queryError is a query this package refuses. Construct names what is not
 // supported ("GROUP BY", "function LOWER"), empty for a plain syntax error.
-type Error struct {
+type queryError struct {
 	Construct string
 	Msg       string
 }
 
-func (e *Error) Error() string {
+func (e *queryError) Error() string {
 	if e.Construct != "" {
 		return "unsupported construct " + e.Construct + ": " + e.Msg
 	}
 	return e.Msg
 }
 
-func unsupported(construct, format string, args ...any) *Error {
-	return &Error{Construct: construct, Msg: fmt.Sprintf(format, args...)}
+func unsupported(construct, format string, args ...any) *queryError {
+	return &queryError{Construct: construct, Msg: fmt.Sprintf(format, args...)}
 }
 
-func syntaxErr(format string, args ...any) *Error {
-	return &Error{Msg: fmt.Sprintf(format, args...)}
+func syntaxErr(format string, args ...any) *queryError {
+	return &queryError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // Parse parses a query with its parameters.
@@ -177,8 +177,8 @@ func (q *Query) countArg() expr {
 	return found
 }
 
-// Ordered reports whether the query has an ORDER BY.
-func (q *Query) Ordered() bool { return q.orderBy != nil }
+// ordered reports whether the query has an ORDER BY.
+func (q *Query) ordered() bool { return q.orderBy != nil }
 
 // Compare orders two matching items by the ORDER BY path (0 without
 // ORDER BY); use it with a stable sort, as ties keep their order.
@@ -193,9 +193,9 @@ func (q *Query) Compare(a, b map[string]any) int {
 	return c
 }
 
-// Sort orders matching items by the ORDER BY path, keeping the given order
+// sortDocs orders matching items by the ORDER BY path, keeping the given order
 // among equal values.
-func (q *Query) Sort(docs []map[string]any) {
+func (q *Query) sortDocs(docs []map[string]any) {
 	sort.SliceStable(docs, func(i, j int) bool { return q.Compare(docs[i], docs[j]) < 0 })
 }
 

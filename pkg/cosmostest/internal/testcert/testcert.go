@@ -25,14 +25,14 @@ import (
 // also adds the addresses of every local interface, so clients can connect
 // by whichever of them routes to a wildcard listener. It returns the
 // certificate's PEM too.
-func SelfSigned(hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
+func SelfSigned(hosts ...string) (tls.Certificate, []byte, error) {
 	return SelfSignedFor(24*time.Hour, hosts...)
 }
 
 // SelfSignedFor is SelfSigned with a certificate valid for validity, for a
 // server that keeps its certificate across restarts (cosmoslag serve).
-func SelfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
-	ips, names := SubjectAltNames(hosts)
+func SelfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, []byte, error) {
+	ips, names := subjectAltNames(hosts)
 	cert, key, err := issue(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "cosmostest server"},
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
@@ -43,11 +43,9 @@ func SelfSignedFor(validity time.Duration, hosts ...string) (tls.Certificate, *x
 		DNSNames:              names,
 	}, nil, nil, validity)
 	if err != nil {
-		return tls.Certificate{}, nil, nil, err
+		return tls.Certificate{}, nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}, pool, pemOf(cert), nil
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}, pemOf(cert), nil
 }
 
 // issue signs tmpl, valid from an hour ago for validity, with a fresh key:
@@ -74,10 +72,10 @@ func pemOf(cert *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 }
 
-// SubjectAltNames returns the loopback addresses and "localhost" plus hosts
+// subjectAltNames returns the loopback addresses and "localhost" plus hosts
 // (IPs and names, each once), and for unspecified addresses the addresses of
 // the local interfaces.
-func SubjectAltNames(hosts []string) ([]net.IP, []string) {
+func subjectAltNames(hosts []string) ([]net.IP, []string) {
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	names := []string{"localhost"}
 	addIP := func(ip net.IP) {
@@ -121,7 +119,6 @@ func SubjectAltNames(hosts []string) ([]net.IP, []string) {
 type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
 	pem  []byte
 
 	mu    sync.Mutex
@@ -139,9 +136,7 @@ func NewCA() (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &CA{cert: cert, key: key, pool: pool, pem: pemOf(cert), leafs: map[string]*tls.Certificate{}}, nil
+	return &CA{cert: cert, key: key, pem: pemOf(cert), leafs: map[string]*tls.Certificate{}}, nil
 }
 
 // Leaf returns a certificate for host; "" means the loopback addresses.
@@ -179,6 +174,3 @@ func randomSerial() *big.Int {
 
 // PEM is the CA certificate in PEM form (a copy), for SSL_CERT_FILE.
 func (ca *CA) PEM() []byte { return append([]byte{}, ca.pem...) }
-
-// Pool trusts the CA.
-func (ca *CA) Pool() *x509.CertPool { return ca.pool }

@@ -11,7 +11,7 @@ func hasIP(ips []net.IP, want string) bool {
 }
 
 func TestSubjectAltNames(t *testing.T) {
-	ips, names := SubjectAltNames([]string{"10.244.0.20", "cosmos.e2e.svc", "[fd00::5]", "127.0.0.1", "fe80::1%eth0", "Cosmos.E2E.svc", ""})
+	ips, names := subjectAltNames([]string{"10.244.0.20", "cosmos.e2e.svc", "[fd00::5]", "127.0.0.1", "fe80::1%eth0", "Cosmos.E2E.svc", ""})
 	for _, want := range []string{"127.0.0.1", "::1", "10.244.0.20", "fd00::5", "fe80::1"} {
 		if !hasIP(ips, want) {
 			t.Errorf("IP SANs %v lack %s", ips, want)
@@ -25,7 +25,7 @@ func TestSubjectAltNames(t *testing.T) {
 	}
 
 	// A wildcard listener is reachable by every interface address.
-	ips, _ = SubjectAltNames([]string{"0.0.0.0"})
+	ips, _ = subjectAltNames([]string{"0.0.0.0"})
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Skip(err)
