@@ -91,7 +91,7 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 	const resource = bearerResource
 	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
 	defer srv.Close()
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 3)
 	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV1)
 	tokens, err := proc.CreateLeases(false)
@@ -185,7 +185,7 @@ spec:
 func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(bearerResource + "/.default")))
 	defer srv.Close()
-	db := srv.CreateDatabase("shop")
+	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
 	proc := leasetest.NewWriter("order-projector", data, db.CreateContainer("leases", "/id", 1), cosmostest.DotNetV0)
 	if _, err := proc.CreateLeases(true); err != nil {
