@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,13 +11,10 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
-// tokenIssuer is the tests' Entra ID, also serving Entra ID's public hosts
-// (instance discovery) through a proxy; its CA is trusted through
-// SSL_CERT_FILE, which Go reads at the first TLS connection.
+// tokenIssuer is the tests' Entra ID (see Issuer.TrustInProcess).
 var tokenIssuer *entraidtest.Issuer
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -30,29 +26,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer issuer.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(issuer.CAPEM())
-	proxy, err := connectproxy.New(issuer, issuer.Certificate, roots)
+	stop, err := issuer.TrustInProcess(issuer)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer proxy.Close()
-	dir, err := os.MkdirTemp("", "cosmoslag-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, issuer.CAPEM(), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Setenv("HTTPS_PROXY", proxy.URL()) // loopback hosts are never proxied
-	os.Unsetenv("NO_PROXY")
-	os.Unsetenv("no_proxy")
+	defer stop()
 	tokenIssuer = issuer
 	return m.Run()
 }

@@ -1,12 +1,10 @@
 package emulator
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -88,30 +85,13 @@ func run(m *testing.M) int {
 	}
 	tokenIssuer = issuer
 	defer tokenIssuer.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(tokenIssuer.CAPEM())
 	proxyHosts.fallback = tokenIssuer
-	proxy, err := connectproxy.New(proxyHosts, tokenIssuer.Certificate, roots)
+	stop, err := tokenIssuer.TrustInProcess(proxyHosts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer proxy.Close()
-	dir, err := os.MkdirTemp("", "cosmosdb-emulator-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, tokenIssuer.CAPEM(), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Setenv("HTTPS_PROXY", proxy.URL())
-	os.Unsetenv("NO_PROXY")
-	os.Unsetenv("no_proxy")
+	defer stop()
 	// As KEDA's operator does at start-up (its --http-max-idle-conns-per-host
 	// default), so concurrent lease reads keep their connections alive.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {

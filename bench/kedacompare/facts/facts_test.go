@@ -26,7 +26,6 @@ package facts
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -44,7 +43,6 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 	ours "github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -135,29 +133,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer issuer.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(issuer.CAPEM())
-	proxy, err := connectproxy.New(route{}, issuer.Certificate, roots)
+	stop, err := issuer.TrustInProcess(route{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer proxy.Close()
-	dir, err := os.MkdirTemp("", "kedacompare-facts")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, issuer.CAPEM(), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	os.Setenv("SSL_CERT_FILE", caFile)
-	os.Setenv("HTTPS_PROXY", proxy.URL())
-	os.Unsetenv("NO_PROXY")
-	os.Unsetenv("no_proxy")
+	defer stop()
 	// As KEDA's operator does at start-up.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 100, IdleConnTimeout: 90 * time.Second}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
