@@ -81,11 +81,12 @@ scale to zero (minReplicaCount 0 or unset): changes on those partitions
 would not wake the processor from zero. To check manifests offline,
 without an estimate, run cosmoslag validate.
 
-After the estimate, check reads with the same account keys what the
-estimate does not report: the monitored container's partition key ranges
-(when a lease is a stale parent or an EPK lease) and, when the ScaledObject
-can scale to zero, the processor's lease documents. These reads are not in
-the Cost line; with bearer-token accounts they are skipped, with a note.
+Leases whose range merged or split are labelled from the monitored
+container's live partition key ranges: those the estimate holds (it reads
+them for EPK leases) or, for a range-id lease left a stale parent, read
+once more with the scaler's own client, whatever the credential (that read
+is counted in the Cost line). The leases not counted (never checkpointed,
+or not decodable) are those the estimate skipped.
 
 Each Cosmos DB request try is bounded as in KEDA's operator: by
 KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
