@@ -214,9 +214,9 @@ func (o *tuneOptions) simulationProblem() string {
 		return fmt.Sprintf("--partitions must be between 1 and 32, got %d", s.Partitions)
 	case o.replicas < 1 || o.replicas > 32:
 		return fmt.Sprintf("--replicas must be between 1 and 32, got %d", o.replicas)
-	case simBacklog(s.DrainRate, o.interval, o.window) > 250000:
+	case simBacklog(s, o.interval, o.window) > 250000:
 		return fmt.Sprintf("--emulator: --drain-rate %g over --window %s needs a backlog of %d changes per partition; at most 250000 (a shorter window or a lower rate)",
-			s.DrainRate, o.window, simBacklog(s.DrainRate, o.interval, o.window))
+			s.DrainRate, o.window, simBacklog(s, o.interval, o.window))
 	}
 	return ""
 }
@@ -305,9 +305,12 @@ type tuneSimulation struct {
 }
 
 // simBacklog is the backlog per partition that keeps a replica draining
-// at rate busy through the window and the interval before it.
-func simBacklog(rate float64, interval, window time.Duration) int {
-	return int(math.Ceil(rate * (window + 2*interval).Seconds()))
+// at c.DrainRate busy through the window and the interval before it: what
+// it drains beyond half its partition's share of the writes (they are
+// spread at random), and two intervals' drain to spare.
+func simBacklog(c simConfig, interval, window time.Duration) int {
+	beyondWrites := max(c.DrainRate-c.WriteRate/float64(2*max(c.Partitions, 1)), 0)
+	return int(math.Ceil(beyondWrites*window.Seconds() + c.DrainRate*2*interval.Seconds()))
 }
 
 // startSimulation starts the embedded server with the trigger's database
@@ -324,7 +327,7 @@ func (o *tuneOptions) startSimulation(ctx context.Context, meta map[string]strin
 	cfg := o.sim
 	cfg.Account, cfg.Functions, cfg.Steady, cfg.Seed = acct, acct.Processor == "", true, 1
 	cfg.Interval, cfg.Duration = o.interval, o.window
-	cfg.Backlog = simBacklog(cfg.DrainRate, o.interval, o.window)
+	cfg.Backlog = simBacklog(cfg, o.interval, o.window)
 	w, err := newWorld(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--emulator: setting up the embedded server: %w", err)

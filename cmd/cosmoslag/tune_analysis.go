@@ -108,7 +108,10 @@ type tuneRecommendation struct {
 	CurrentReplicas     int     `json:"currentReplicas"`
 	CurrentReplicasFrom string  `json:"currentReplicasFrom"` // "owners" or "flag"
 	HPA                 tuneHPA `json:"hpa"`
-	CurrentHPA          tuneHPA `json:"hpaWithCurrentThreshold"`
+	// KeepUpReplicas is ceil(total write rate / per-replica rate): the
+	// fewest replicas that drain as fast as the writes add.
+	KeepUpReplicas int     `json:"keepUpReplicas"`
+	CurrentHPA     tuneHPA `json:"hpaWithCurrentThreshold"`
 }
 
 // tuneHPA is what the scaler and the HPA make of the last sample's lag
@@ -190,7 +193,12 @@ func analyzeTune(samples []tuneSample, in tuneInput) tuneAnalysis {
 		a.Notes = append(a.Notes, "no replica had lag at every sample: the rate is what the replicas were given, not what they can do, so the threshold is a lower bound "+
 			"(more replicas than needed); measure under a backlog (at a peak, or after a pause) for a replica's capacity")
 	}
-	a.Recommendation = recommend(counted, lowerBound, last, in, a.Total.Owners)
+	a.Recommendation = recommend(counted, lowerBound, last, in, a.Total.Owners, a.Total.WriteRate)
+	for _, note := range []string{a.Recommendation.keepUpNote(a.Total.WriteRate), budgetNote(a.Total, a.Recommendation, in.budget)} {
+		if note != "" {
+			a.Notes = append(a.Notes, note)
+		}
+	}
 	return a
 }
 
@@ -407,6 +415,25 @@ func timeToDrain(lag int64, drainRate, writeRate float64) *float64 {
 	return &s
 }
 
+// budgetNote says when the last sample's lag takes longer than the budget
+// to drain at the current replica count, and when more replicas could not
+// help because the metric is capped by the partitions with lag.
+func budgetNote(t tuneTotal, r *tuneRecommendation, budget time.Duration) string {
+	if t.Lag <= 0 || (t.TimeToDrainSeconds != nil && *t.TimeToDrainSeconds <= budget.Seconds()) {
+		return ""
+	}
+	drains := "does not drain (the writes keep up with the drain)"
+	if t.TimeToDrainSeconds != nil {
+		drains = "takes " + formatAge(int64(*t.TimeToDrainSeconds)) + " to drain"
+	}
+	note := fmt.Sprintf("at the current replica count the last sample's lag (%d) %s, beyond the %s budget", t.Lag, drains, budget)
+	if r.HPA.Metric < t.Lag {
+		note += fmt.Sprintf("; the scaler asks for no more replicas than partitions with lag (%d), so beyond that only faster replicas or more physical partitions drain it sooner",
+			t.ActivePartitions)
+	}
+	return note
+}
+
 // noCheckpointReason says why no checkpoint moved.
 func noCheckpointReason(leases []tuneLease, samples []tuneSample) string {
 	window := samples[len(samples)-1].at.Sub(samples[0].at).Round(time.Millisecond)
@@ -421,7 +448,7 @@ func noCheckpointReason(leases []tuneLease, samples []tuneSample) string {
 
 // recommend is the threshold for the budget from the counted owners' mean
 // rate, and the HPA's decisions with it and with the current threshold.
-func recommend(counted []*tuneOwner, lowerBound bool, last scalers.AzureCosmosDBEstimate, in tuneInput, owners int) *tuneRecommendation {
+func recommend(counted []*tuneOwner, lowerBound bool, last scalers.AzureCosmosDBEstimate, in tuneInput, owners int, writeRate float64) *tuneRecommendation {
 	var sum float64
 	names := make([]string, 0, len(counted))
 	for _, o := range counted {
@@ -448,7 +475,25 @@ func recommend(counted []*tuneOwner, lowerBound bool, last scalers.AzureCosmosDB
 	}
 	r.HPA = hpaWith(in.hpa, last, threshold, r.CurrentReplicas)
 	r.CurrentHPA = hpaWith(in.hpa, last, last.Threshold, r.CurrentReplicas)
+	if rate > 0 {
+		r.KeepUpReplicas = int(math.Ceil(writeRate/rate - 1e-9))
+	}
 	return r
+}
+
+// keepUpNote says when the replicas the HPA would choose with the
+// recommendation drain less than the writes add: the lag grows until the
+// HPA scales up, and the budget is not met meanwhile.
+func (r *tuneRecommendation) keepUpNote(writeRate float64) string {
+	desired := int(r.HPA.Replicas.Desired)
+	if after := r.HPA.Replicas.AfterWindow; after != nil {
+		desired = int(*after)
+	}
+	if desired >= r.KeepUpReplicas {
+		return ""
+	}
+	return fmt.Sprintf("the writes (%.2f/s) need %d replica(s) at %.2f/s each to keep up; with the %d the HPA would choose for the last sample's lag, the lag grows "+
+		"until it scales up (a minReplicaCount of %d keeps up from the start)", writeRate, r.KeepUpReplicas, r.PerReplicaRate, desired, r.KeepUpReplicas)
 }
 
 // hpaWith is the scaler's metric for the last sample with threshold, and

@@ -97,7 +97,7 @@ func TestTuneAnalysisCaughtUpIdleAndStuck(t *testing.T) {
 		}
 	}
 	r := a.Recommendation
-	if !r.LowerBound || r.PerReplicaRate != 3 || r.Threshold != 90 || r.CurrentReplicas != 5 || r.CurrentReplicasFrom != "flag" {
+	if !r.LowerBound || r.PerReplicaRate != 3 || r.Threshold != 90 || r.KeepUpReplicas != 2 || r.CurrentReplicas != 5 || r.CurrentReplicasFrom != "flag" {
 		t.Errorf("recommendation %+v; want a lower bound of 3/s, 90, from 5 replicas (the flag)", r)
 	}
 	if !strings.Contains(strings.Join(a.Notes, "\n"), "threshold is a lower bound") {
@@ -138,5 +138,28 @@ func TestTuneAnalysisThresholdAtLeastOne(t *testing.T) {
 	), tuneInput{budget: 2 * time.Second, startup: time.Second, current: -1, hpa: handInput.hpa})
 	if r := a.Recommendation; r == nil || r.Threshold != 1 || !strings.HasSuffix(r.Arithmetic, "= floor(0.05 × 1) = 0, raised to 1, the least threshold") {
 		t.Errorf("recommendation %+v, reasons %q", r, a.Reasons)
+	}
+}
+
+// When the replicas the HPA would choose drain less than the writes add,
+// a note says how many keep up.
+func TestTuneAnalysisKeepUpNote(t *testing.T) {
+	a := analyzeTune(handSamples(
+		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 0, 1000), lagAt("1", "b", 0, 1000)},
+		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 100, 1300), lagAt("1", "b", 100, 1300)},
+		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 200, 1600), lagAt("1", "b", 200, 1600)},
+	), handInput)
+	r := a.Recommendation
+	if r == nil || r.Threshold != 200 || r.KeepUpReplicas != 8 || r.HPA.Replicas.Desired != 2 || a.Total.WriteRate != 80 {
+		t.Fatalf("recommendation %+v, total %+v, reasons %q", r, a.Total, a.Reasons)
+	}
+	for _, want := range []string{
+		"the writes (80.00/s) need 8 replica(s) at 10.00/s each to keep up; with the 2 the HPA would choose for the last sample's lag, the lag grows",
+		"at the current replica count the last sample's lag (3200) does not drain (the writes keep up with the drain), beyond the 30s budget; " +
+			"the scaler asks for no more replicas than partitions with lag (2)",
+	} {
+		if !strings.Contains(strings.Join(a.Notes, "\n"), want) {
+			t.Errorf("notes %q; want %q", a.Notes, want)
+		}
 	}
 }

@@ -185,7 +185,7 @@ func writeTuneTables(b *strings.Builder, r *tuneReport) error {
 			drainTimeText(o.TimeToDrainSeconds), o.State, o.Note)
 	}
 	t := r.Total
-	fmt.Fprintf(tw, "Total\t%d lease(s), %d owner(s)\t%.2f\t%.2f\t%d\t%s\t\n", t.Leases, t.Owners, t.DrainRate, t.WriteRate, t.Lag, drainTimeText(t.TimeToDrainSeconds))
+	fmt.Fprintf(tw, "Total\t%d lease(s), %d owner(s)\t%.2f\t%.2f\t%d\t%s\n", t.Leases, t.Owners, t.DrainRate, t.WriteRate, t.Lag, drainTimeText(t.TimeToDrainSeconds))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -222,7 +222,12 @@ func writeTuneVerdict(b *strings.Builder, r *tuneReport) {
 		hpa   tuneHPA
 	}{{"recommended", rec.HPA}, {"now", rec.CurrentHPA}} {
 		p := h.hpa.Replicas
-		fmt.Fprintf(b, "              with %d (%s): %s; %d → %d: %s [min %d, max %d]\n", h.hpa.Threshold, h.label, h.hpa.Arithmetic, p.Current, p.Desired, strings.Join(p.Steps, "; "), p.Min, p.Max)
+		after := ""
+		if p.AfterWindow != nil {
+			after = fmt.Sprintf("; → %d once the scale-down stabilization window (%ds) has passed", *p.AfterWindow, p.ScaleDownWindowSeconds)
+		}
+		fmt.Fprintf(b, "              with %d (%s): %s; %d → %d: %s [min %d, max %d]%s\n", h.hpa.Threshold, h.label, h.hpa.Arithmetic, p.Current, p.Desired,
+			strings.Join(p.Steps, "; "), p.Min, p.Max, after)
 	}
 	b.WriteString("\n")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -295,5 +296,28 @@ func TestTuneBadArguments(t *testing.T) {
 		if code != exitBadArgs || doc["exitCode"] != float64(exitBadArgs) || !strings.Contains(doc["error"].(string), c.want) {
 			t.Errorf("%q -o json: exit %d, %v", c.args, code, doc)
 		}
+	}
+}
+
+// A first estimate that fails is exit status 1, with the cause and no
+// secret, and -o json's document has the error and no measurement.
+func TestTuneFirstEstimateFails(t *testing.T) {
+	srv := newTestAccount(t)
+	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
+	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	for _, format := range []string{"table", "json"} {
+		code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection=AccountEndpoint="+srv.URL()+";AccountKey="+wrongKey+";",
+			"--budget", "30s", "--window", "1s", "--interval", "500ms", "-o", format)
+		if code != exitFailed || !strings.Contains(stderr, "401") {
+			t.Fatalf("-o %s: exit %d, want 1 and the cause\nstdout:\n%s\nstderr:\n%s", format, code, stdout, stderr)
+		}
+		if format == "json" {
+			doc := oneJSONDocument(t, stdout)
+			if _, ok := doc["leases"]; ok || doc["exitCode"] != float64(exitFailed) || !strings.Contains(doc["error"].(string), "401") {
+				t.Errorf("-o json: %v", doc)
+			}
+		}
+		assertNoSecret(t, wrongKey, stdout, stderr)
+		assertNoSecret(t, srv.Key(), stdout, stderr)
 	}
 }
