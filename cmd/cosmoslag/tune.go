@@ -59,7 +59,7 @@ to the last, per lease, per owner (replica) and in total:
               checkpoint is the LSN of the last change processed; the lag
               is counted in the same units, about one per change)
   write rate  how far the partitions' latest LSNs moved per second, read
-              as checkpoint + lag (an approximation: see docs/usage.md)
+              as checkpoint + lag (an approximation: see docs/tuning.md)
   lag         at the last sample, and the time to drain it at the current
               replica count: lag / (drain rate - write rate)
 

@@ -179,11 +179,12 @@ func analyzeTune(samples []tuneSample, in tuneInput) tuneAnalysis {
 	if never, _ := uncountedLeases(last.Skipped); len(never) > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("lease(s) %s never checkpointed: not counted by the scaler, not measured", strings.Join(never, ", ")))
 	}
-	if len(samples) >= 2 && a.Total.Drained == 0 {
+	drained := slices.ContainsFunc(leases, func(l tuneLease) bool { return l.Drained > 0 })
+	if len(samples) >= 2 && !drained {
 		a.Reasons = append(a.Reasons, noCheckpointReason(leases, samples))
 	}
 	counted, lowerBound := countedOwners(a.PerOwner)
-	if a.Total.Drained > 0 && len(counted) == 0 {
+	if drained && len(counted) == 0 {
 		a.Reasons = append(a.Reasons, "no replica's drain can be attributed: the checkpoints that moved were on leases that changed owner or have none")
 	}
 	if len(a.Reasons) > 0 {
