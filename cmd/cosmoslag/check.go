@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
@@ -31,17 +33,23 @@ type checkOptions struct {
 
 func checkFlags(o *checkOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs := flag.NewFlagSet("cosmoslag check", flag.ContinueOnError)
+	triggerFlags(fs, o)
+	fs.IntVar(&o.current, "current-replicas", 0, "replicas running now, for the HPA's decision")
+	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account (whose settings\nare first checked as the scaler checks them, offline)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
+	return fs, usageWith(fs, checkHelp)
+}
+
+// triggerFlags registers the flags by which check and tune find the
+// trigger and resolve its parameters, and -o.
+func triggerFlags(fs *flag.FlagSet, o *checkOptions) {
 	o.set.values = map[string]string{}
 	fs.StringVar(&o.file, "f", "", "ScaledObject YAML (required; - for standard input); may also hold the TriggerAuthentication\nand Secrets, as documents, a kind: List, or a bare triggers: fragment")
 	fs.Var(&o.auth, "auth", "TriggerAuthentication or ClusterTriggerAuthentication YAML (repeatable)")
 	fs.StringVar(&o.trigger, "trigger", "", "index in spec.triggers (or name) of the azure-cosmosdb trigger, when there are several")
 	fs.Var(&o.envFiles, "env-file", "KEY=VALUE file with the data of referenced Secrets/ConfigMaps and the\nscale target's environment variables (repeatable; later files win)")
 	fs.Var(&o.set, "set", "key=value: a trigger parameter, overriding the manifests (e.g. processorName=x),\nor a Secret key / environment variable the manifests reference (repeatable)")
-	fs.IntVar(&o.current, "current-replicas", 0, "replicas running now, for the HPA's decision")
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
-	fs.BoolVar(&o.sample, "emulator", false, "run against an embedded Cosmos DB server holding the referenced database,\ncontainers and a sample processor, instead of the configured account (whose settings\nare first checked as the scaler checks them, offline)")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of the estimate")
-	return fs, usageWith(fs, checkHelp)
 }
 
 // checkHelp is the help of cosmoslag check, before its flags.
@@ -105,37 +113,18 @@ Flags:
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o checkOptions
 	fs, usage := checkFlags(&o)
-	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
+	bad, code, ok := parseCommand("check", fs, usage, args, &o.output, o.problem, stdout, stderr)
+	if !ok {
 		return code
 	}
-	bad := badArgs("check", &o.output, stdout, stderr, func(msg string) any { return checkFailure{Error: msg, ExitCode: exitBadArgs} })
-	if msg := o.problem(); msg != "" {
-		return bad("%s", msg)
-	}
-	m, values, err := readInputs(o.envFiles, o.set.values, append([]string{o.file}, o.auth...))
+	setup, stop, err := openTrigger("check", &o, startSample, stderr)
 	if err != nil {
-		return bad("%v", err)
+		return bad("%s", err)
 	}
-	setup, err := buildTrigger(m, o.trigger, o.set.values, values, o.sample)
-	if err != nil {
-		return bad("%s", values.secrets.Redact(err.Error()))
-	}
-	if setup.config.GlobalHTTPTimeout, err = kedaHTTPTimeout(); err != nil {
-		return bad("%v", err)
-	}
-	for _, n := range setup.notes {
-		fmt.Fprintf(stderr, "cosmoslag check: note: %s\n", n)
-	}
-	if o.sample {
-		stop, err := useSampleAccount(m, &o, setup, values, stderr)
-		if err != nil {
-			return bad("%s", err)
-		}
-		defer stop()
-	}
+	defer stop()
 
 	report := newCheckReport(setup, o.sample)
-	scaler, err := newCheckScaler(ctx, setup, report)
+	scaler, err := newCheckScaler(ctx, setup, &report.triggerReport)
 	if err != nil {
 		return bad("the trigger is invalid: %s", setup.secrets.Redact(err.Error()))
 	}
@@ -175,31 +164,67 @@ func kedaHTTPTimeout() (time.Duration, error) {
 	return time.Duration(timeoutMS) * time.Millisecond, nil
 }
 
+// openTrigger reads o's files and resolves the trigger the way KEDA would
+// (check and tune), printing its notes on stderr, and with --emulator has
+// an embedded server that start makes from the trigger's metadata stand in
+// for the account; stop closes it. An error is a bad argument, its secrets
+// redacted.
+func openTrigger(command string, o *checkOptions, start func(meta map[string]string) (*cosmostest.Server, error), stderr io.Writer) (setup *triggerSetup, stop func(), err error) {
+	m, values, err := readInputs(o.envFiles, o.set.values, append([]string{o.file}, o.auth...))
+	if err != nil {
+		return nil, nil, err
+	}
+	setup, err = buildTrigger(m, o.trigger, o.set.values, values, o.sample)
+	if err != nil {
+		return nil, nil, errors.New(values.secrets.Redact(err.Error()))
+	}
+	if setup.config.GlobalHTTPTimeout, err = kedaHTTPTimeout(); err != nil {
+		return nil, nil, err
+	}
+	for _, n := range setup.notes {
+		fmt.Fprintf(stderr, "cosmoslag %s: note: %s\n", command, n)
+	}
+	if !o.sample {
+		return setup, func() {}, nil
+	}
+	stop, err = useSampleAccount(command, m, o, setup, values, start, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return setup, stop, nil
+}
+
 // useSampleAccount is --emulator: the real scaler's checks first, on the
 // trigger resolved as without --emulator (its parameter, credential and
 // cloud rules; a trigger with no account setting has nothing of the kind
-// to check), then an embedded server stands in for the account. stop
-// closes the server.
-func useSampleAccount(m *manifests, o *checkOptions, setup *triggerSetup, values *localValues, stderr io.Writer) (stop func(), err error) {
+// to check), then an embedded server, made by start, stands in for the
+// account. stop closes the server.
+func useSampleAccount(command string, m *manifests, o *checkOptions, setup *triggerSetup, values *localValues,
+	start func(meta map[string]string) (*cosmostest.Server, error), stderr io.Writer) (stop func(), err error) {
 	if len(setup.accountSettings()) > 0 {
-		if err := checkBeforeSample(m, o.trigger, o.set.values, values, stderr); err != nil {
+		if err := checkBeforeSample(command, m, o.trigger, o.set.values, values, stderr); err != nil {
 			return nil, err
 		}
 	}
-	srv, err := startSample(setup.config.TriggerMetadata)
+	srv, err := start(setup.config.TriggerMetadata)
 	if err != nil {
 		return nil, err
 	}
 	ignored := setup.useSample(srv.ConnectionString(), srv.Key())
-	fmt.Fprintf(stderr, "cosmoslag check: --emulator: an embedded server at %s stands in for the account; replaced: %s; "+
-		"not checked: whether the accounts exist and the credentials are accepted\n", srv.URL(), cmpOr(strings.Join(ignored, ", "), "no account parameter was set"))
+	fmt.Fprintf(stderr, "cosmoslag %s: --emulator: an embedded server at %s stands in for the account; replaced: %s; "+
+		"not checked: whether the accounts exist and the credentials are accepted\n", command, srv.URL(), cmpOr(strings.Join(ignored, ", "), "no account parameter was set"))
 	return srv.Close, nil
 }
 
 // newCheckReport is the report of the trigger before its estimate.
 func newCheckReport(setup *triggerSetup, sample bool) *checkReport {
+	return &checkReport{triggerReport: newTriggerReport(setup, sample)}
+}
+
+// newTriggerReport is what check and tune report of the trigger.
+func newTriggerReport(setup *triggerSetup, sample bool) triggerReport {
 	md := setup.config.TriggerMetadata
-	return &checkReport{
+	return triggerReport{
 		ScaledObject: setup.scaledObject, TriggerIndex: setup.index, TriggerName: setup.name, SampleAccount: sample,
 		Database: md["databaseId"], Container: md["containerId"],
 		LeaseDatabase: md["leaseDatabaseId"], LeaseContainer: md["leaseContainerId"],
@@ -210,7 +235,7 @@ func newCheckReport(setup *triggerSetup, sample bool) *checkReport {
 
 // newCheckScaler builds the trigger's scaler and fills the report's metric
 // name and thresholds from it.
-func newCheckScaler(ctx context.Context, setup *triggerSetup, report *checkReport) (*scalers.AzureCosmosDBScaler, error) {
+func newCheckScaler(ctx context.Context, setup *triggerSetup, report *triggerReport) (*scalers.AzureCosmosDBScaler, error) {
 	scaler, err := scalers.NewInspectedAzureCosmosDBScaler(setup.config)
 	if err != nil {
 		return nil, err
@@ -233,13 +258,19 @@ func estimateOnce(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, time
 // document with -o json, the warnings and the error on stderr.
 func reportEstimateFailure(stdout, stderr io.Writer, output string, report *checkReport, msg string) int {
 	report.Error, report.ExitCode = msg, exitFailed
+	return reportFailure("check", stdout, stderr, output, report, report.Warnings, msg)
+}
+
+// reportFailure prints command's failure: doc, its JSON document holding
+// the error, with -o json; the warnings and msg on stderr. Exit status 1.
+func reportFailure(command string, stdout, stderr io.Writer, output string, doc any, warnings []string, msg string) int {
 	if output == "json" {
-		_ = writeJSON(stdout, report)
+		_ = writeJSON(stdout, doc)
 	}
-	for _, w := range report.Warnings {
-		fmt.Fprintf(stderr, "cosmoslag check: warning: %s\n", w)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "cosmoslag %s: warning: %s\n", command, w)
 	}
-	fmt.Fprintf(stderr, "cosmoslag check: %s\n", report.Error)
+	fmt.Fprintf(stderr, "cosmoslag %s: %s\n", command, msg)
 	return exitFailed
 }
 
@@ -268,17 +299,23 @@ func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, se
 
 // writeCheckReport prints the report as a table or a JSON document.
 func writeCheckReport(stdout, stderr io.Writer, output string, report *checkReport) int {
+	return writeReport("check", stdout, stderr, output, report, func(w io.Writer) error { return writeCheckTable(w, report) }, exitOK)
+}
+
+// writeReport prints command's report doc as JSON with -o json, else as
+// text writes it, and returns code; a failed write is exit status 1.
+func writeReport(command string, stdout, stderr io.Writer, output string, doc any, text func(io.Writer) error, code int) int {
 	var err error
 	if output == "json" {
-		err = writeJSON(stdout, report)
+		err = writeJSON(stdout, doc)
 	} else {
-		err = writeCheckTable(stdout, report)
+		err = text(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cosmoslag check: %v\n", err)
+		fmt.Fprintf(stderr, "cosmoslag %s: %v\n", command, err)
 		return exitFailed
 	}
-	return exitOK
+	return code
 }
 
 // jsonRequested reports whether the arguments ask for -o json, for a flag
@@ -318,10 +355,10 @@ func wakeFromZeroWarning(setup *triggerSetup, r *checkReport) string {
 // which makes no request) to the trigger resolved as without --emulator.
 // When the referenced values cannot be resolved here, it says what was
 // not checked and returns nil.
-func checkBeforeSample(m *manifests, selector string, set map[string]string, values *localValues, stderr io.Writer) error {
+func checkBeforeSample(command string, m *manifests, selector string, set map[string]string, values *localValues, stderr io.Writer) error {
 	real, err := buildTrigger(m, selector, set, values, false)
 	if err != nil {
-		fmt.Fprintf(stderr, "cosmoslag check: note: --emulator: the account settings were not checked: %s\n", values.secrets.Redact(err.Error()))
+		fmt.Fprintf(stderr, "cosmoslag %s: note: --emulator: the account settings were not checked: %s\n", command, values.secrets.Redact(err.Error()))
 		return nil
 	}
 	s, err := scalers.NewAzureCosmosDBScaler(real.config)

@@ -16,6 +16,19 @@ import (
 
 // checkReport is check's result, printed as a table or as JSON.
 type checkReport struct {
+	triggerReport
+
+	// The estimate's fields are absent when it failed, so that a script
+	// cannot read a failure as a real zero lag or an inactive trigger.
+	*checkEstimate
+	Replicas *replicaPlan `json:"replicas,omitempty"`
+
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// triggerReport is what check and tune report of the trigger itself.
+type triggerReport struct {
 	ScaledObject   string `json:"scaledObject"` // namespace/name
 	TriggerIndex   int    `json:"triggerIndex"`
 	TriggerName    string `json:"triggerName,omitempty"`
@@ -30,16 +43,8 @@ type checkReport struct {
 	Threshold      int64  `json:"changeFeedLagThreshold"`
 	Activation     int64  `json:"activationChangeFeedLagThreshold"`
 	// Warnings: the scaler's warnings on the trigger's metadata, then
-	// check's own; never a value. Always an array.
+	// the command's own; never a value. Always an array.
 	Warnings []string `json:"warnings"`
-
-	// The estimate's fields are absent when it failed, so that a script
-	// cannot read a failure as a real zero lag or an inactive trigger.
-	*checkEstimate
-	Replicas *replicaPlan `json:"replicas,omitempty"`
-
-	Error    string `json:"error,omitempty"`
-	ExitCode int    `json:"exitCode"`
 }
 
 // checkEstimate is the part of check's result that only a successful
@@ -156,7 +161,7 @@ func writeJSON(w io.Writer, r any) error {
 
 func writeCheckTable(w io.Writer, r *checkReport) error {
 	var b strings.Builder
-	writeCheckHeader(&b, r)
+	writeCheckHeader(&b, &r.triggerReport)
 	if err := writeLeaseTable(&b, r); err != nil {
 		return err
 	}
@@ -167,7 +172,7 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 
 // writeCheckHeader writes the trigger, the processor, the metric and the
 // warnings.
-func writeCheckHeader(b *strings.Builder, r *checkReport) {
+func writeCheckHeader(b *strings.Builder, r *triggerReport) {
 	trigger := fmt.Sprintf("trigger %d", r.TriggerIndex)
 	if r.TriggerName != "" {
 		trigger += " (" + r.TriggerName + ")"

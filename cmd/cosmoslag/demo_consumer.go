@@ -199,7 +199,7 @@ func (w *world) setOwner(l *simLease, replica int) error {
 	l.owner = replica
 	name := ""
 	if replica > 0 {
-		name = fmt.Sprintf("%s-%d", demoProcessor, replica)
+		name = w.cfg.replicaName(replica)
 	}
 	return w.writer(l).SetOwner(l.token, name)
 }

@@ -22,11 +22,13 @@ import (
 type feedReader struct {
 	client                *http.Client
 	endpoint, key         string // the embedded server's URL and account key
+	docs                  string // the monitored container's documents: /dbs/{db}/colls/{coll}/docs
 	allVersionsAndDeletes bool
 }
 
-func newFeedReader(srv *cosmostest.Server, allVersionsAndDeletes bool) *feedReader {
-	return &feedReader{client: srv.Client(), endpoint: strings.TrimSuffix(srv.URL(), "/"), key: srv.Key(), allVersionsAndDeletes: allVersionsAndDeletes}
+func newFeedReader(srv *cosmostest.Server, acct simAccount, allVersionsAndDeletes bool) *feedReader {
+	return &feedReader{client: srv.Client(), endpoint: strings.TrimSuffix(srv.URL(), "/"), key: srv.Key(),
+		docs: "/dbs/" + acct.Database + "/colls/" + acct.Container + "/docs", allVersionsAndDeletes: allVersionsAndDeletes}
 }
 
 // changes is what one read of a lease's change feed returned.
@@ -71,7 +73,7 @@ func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (chang
 // request is the signed change feed read of the lease's range (or EPK
 // sub-range) after its checkpoint, as the SDKs send it.
 func (f *feedReader) request(ctx context.Context, l *simLease, maxItems int) (*http.Request, error) {
-	path := "/dbs/" + demoDatabase + "/colls/" + demoContainer + "/docs"
+	path := f.docs
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint+path, nil)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,18 @@ const (
 	mergeAt = 0.45 // with --merge: fraction at which two adjacent ranges merge
 )
 
+// steadyTimeline is the writers' schedule of a Steady simulation.
+var steadyTimeline = []phase{{0, "steady writes", 1, 0}}
+
+// simAccount names where the simulated deployment lives: the monitored
+// container, the lease container and the processor (its leases' prefix,
+// and its replicas' names). The zero value is the demo's.
+type simAccount struct {
+	Database, Container, LeaseDatabase, LeaseContainer, Processor string
+}
+
+var demoAccount = simAccount{demoDatabase, demoContainer, demoDatabase, demoLeaseContainer, demoProcessor}
+
 type simConfig struct {
 	Partitions int
 	WriteRate  float64 // items per second at rate ×1
@@ -68,6 +80,30 @@ type simConfig struct {
 	// adjacent ranges at mergeAt; the processor follows the merge as the
 	// .NET SDK does.
 	Merge bool
+	// Steady (tune --emulator) writes at WriteRate from the first interval
+	// on, spread over the ranges, and never splits a range.
+	Steady bool
+	// Backlog is the number of items written to each range after the
+	// processor's leases are checkpointed: pending when the run starts.
+	Backlog int
+	// Account is where the deployment lives; zero is the demo's.
+	Account simAccount
+}
+
+// account is where the simulated deployment lives.
+func (c simConfig) account() simAccount {
+	if c.Account == (simAccount{}) {
+		return demoAccount
+	}
+	return c.Account
+}
+
+// phases is the writers' schedule.
+func (c simConfig) phases() []phase {
+	if c.Steady {
+		return steadyTimeline
+	}
+	return timeline
 }
 
 // processor is the simulated processor's name, the prefix of its leases.
@@ -75,7 +111,12 @@ func (c simConfig) processor() string {
 	if c.Functions {
 		return ""
 	}
-	return demoProcessor
+	return c.account().Processor
+}
+
+// replicaName is the owner name replica (from 1) writes into its leases.
+func (c simConfig) replicaName(replica int) string {
+	return fmt.Sprintf("%s-%d", cmpOr(c.account().Processor, "instance"), replica)
 }
 
 // mode is the simulated processor's change feed mode, in the embedded
@@ -127,9 +168,9 @@ func newWorld(cfg simConfig) (*world, error) {
 		phase:     -1,
 	}
 	w.mergeStep = max(int(math.Round(mergeAt*steps)), w.splitStep+1)
-	db := w.srv.Account.CreateDatabase(demoDatabase)
-	w.data = db.CreateContainer(demoContainer, "/tenant", cfg.Partitions)
-	leases := db.CreateContainer(demoLeaseContainer, "/id", 1)
+	acct := cfg.account()
+	w.data = w.srv.Account.CreateDatabase(acct.Database).CreateContainer(acct.Container, "/tenant", cfg.Partitions)
+	leases := w.srv.Account.CreateDatabase(acct.LeaseDatabase).CreateContainer(acct.LeaseContainer, "/id", 1)
 
 	// Find the hot key's range by writing one item for it before the
 	// processor starts (its leases begin at the current position).
@@ -156,8 +197,15 @@ func newWorld(cfg simConfig) (*world, error) {
 	}
 	for _, t := range tokens {
 		w.leases[t] = &simLease{token: t, rangeID: t, checkpoint: w.data.LSN(t), caughtUp: -1}
+		if cfg.Backlog > 0 {
+			if err := w.data.WriteItemsToRange(t, cfg.Backlog); err != nil {
+				w.close()
+				return nil, err
+			}
+			w.Written += int64(cfg.Backlog)
+		}
 	}
-	w.feed = newFeedReader(w.srv, cfg.AllVersionsAndDeletes)
+	w.feed = newFeedReader(w.srv, acct, cfg.AllVersionsAndDeletes)
 	return w, nil
 }
 
@@ -183,21 +231,22 @@ func (w *world) step(ctx context.Context, k int, replicas int) ([]string, error)
 	events = append(events, ev...)
 
 	elapsed := float64(k-1) * float64(w.cfg.Interval) / float64(w.cfg.Duration)
+	phases := w.cfg.phases()
 	p := 0
-	for i, ph := range timeline {
+	for i, ph := range phases {
 		if elapsed >= ph.from {
 			p = i
 		}
 	}
 	if p != w.phase {
 		w.phase = p
-		events = append(events, "writers: "+timeline[p].name)
+		events = append(events, "writers: "+phases[p].name)
 	}
-	if err := w.write(timeline[p]); err != nil {
+	if err := w.write(phases[p]); err != nil {
 		return nil, err
 	}
 
-	if k == w.splitStep && w.SplitInfo == "" {
+	if k == w.splitStep && w.SplitInfo == "" && !w.cfg.Steady {
 		left, right, err := w.data.Split(w.hotRange)
 		if err != nil {
 			return nil, err

@@ -2,10 +2,11 @@
 //
 //	cosmoslag demo    simulate a change feed processor on an embedded Cosmos DB server
 //	cosmoslag check   run one estimate for the trigger of a ScaledObject
+//	cosmoslag tune    measure the replicas' drain rate and recommend the threshold for a latency budget
 //	cosmoslag validate check the azure-cosmosdb triggers of manifests offline
 //	cosmoslag serve   run the embedded Cosmos DB server for other processes, with a control API
 //
-// demo and check build the scaler through scalers.NewAzureCosmosDBScaler,
+// demo, check and tune build the scaler through scalers.NewAzureCosmosDBScaler,
 // the constructor KEDA itself calls, so what they print is what the
 // operator would see. serve runs the embedded server (pkg/cosmostest) on an
 // HTTPS address of choice, for end-to-end tests of a real cluster, plus a
@@ -51,6 +52,7 @@ type command struct {
 var commands = []command{
 	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", runDemo},
 	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", runCheck},
+	{"tune", "measure what one replica drains and recommend changeFeedLagThreshold for a latency budget", runTune},
 	{"validate", "check the azure-cosmosdb triggers of manifests offline with the scaler's own validation", runValidate},
 	{"serve", "run the embedded Cosmos DB server for other processes, with a control API for tests", runServe},
 }
@@ -170,6 +172,21 @@ func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdo
 		return code, false
 	}
 	return exitOK, true
+}
+
+// parseCommand parses the flags of a command with -o json (check, tune)
+// and checks their values with problem; bad then refuses what is found
+// wrong later. ok is false when the command must stop with code.
+func parseCommand(command string, fs *flag.FlagSet, usage func(io.Writer), args []string, output *string, problem func() string,
+	stdout, stderr io.Writer) (bad func(format string, a ...any) int, code int, ok bool) {
+	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
+		return nil, code, false
+	}
+	bad = badArgs(command, output, stdout, stderr, func(msg string) any { return checkFailure{Error: msg, ExitCode: exitBadArgs} })
+	if msg := problem(); msg != "" {
+		return nil, bad("%s", msg), false
+	}
+	return bad, exitOK, true
 }
 
 // badArgs is how a command with -o json refuses invalid flags, files or
