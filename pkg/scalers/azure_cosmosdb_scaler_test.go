@@ -975,7 +975,6 @@ func TestCosmosDBPlainSecretWarning(t *testing.T) {
 			assert.Contains(t, got[0], "Warning: secret parameter(s) "+tt.wantNames+" of scaler azure-cosmosdb given in plain trigger metadata")
 			assert.NotContains(t, got[0], testCosmosDBAccountKey)
 			assert.NotContains(t, got[0], testCosmosDBSecret)
-
 		})
 	}
 }
