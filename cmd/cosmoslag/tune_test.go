@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -319,5 +321,40 @@ func TestTuneFirstEstimateFails(t *testing.T) {
 		}
 		assertNoSecret(t, wrongKey, stdout, stderr)
 		assertNoSecret(t, srv.Key(), stdout, stderr)
+	}
+}
+
+// docs/tuning.md's worked example is the output of the command it shows,
+// run on the ScaledObject it describes: the simulation runs on its own
+// clock from fixed seeds, so the output is the same on every run.
+func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "tuning.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const command = "$ cosmoslag tune -f so.yaml --emulator --drain-rate 40 --budget 30s --startup 20s\n"
+	_, example, found := strings.Cut(string(doc), command)
+	example, _, closed := strings.Cut(example, "```")
+	if !found || !closed {
+		t.Fatalf("docs/tuning.md has no code block starting with %q", command)
+	}
+	so := writeFile(t, t.TempDir(), "so.yaml", `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: order-projector, namespace: shop}
+spec:
+  scaleTargetRef: {name: order-projector}
+  maxReplicaCount: 20
+  triggers:
+    - type: azure-cosmosdb
+      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: order-projector, changeFeedLagThreshold: "100"}
+`)
+	args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(command), "$ cosmoslag "))
+	args[slices.Index(args, "so.yaml")] = so
+	code, stdout, stderr := runCmd(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if stdout != example {
+		t.Errorf("docs/tuning.md's example differs from the command's output:\n%s", stdout)
 	}
 }
