@@ -338,16 +338,7 @@ func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
 	if !found || !closed {
 		t.Fatalf("docs/tuning.md has no code block starting with %q", command)
 	}
-	so := writeFile(t, t.TempDir(), "so.yaml", `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata: {name: order-projector, namespace: shop}
-spec:
-  scaleTargetRef: {name: order-projector}
-  maxReplicaCount: 20
-  triggers:
-    - type: azure-cosmosdb
-      metadata: {databaseId: shop, containerId: orders, leaseDatabaseId: shop, leaseContainerId: leases, processorName: order-projector, changeFeedLagThreshold: "100"}
-`)
+	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject) // threshold 100, maxReplicaCount 20, as the page says
 	args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(command), "$ cosmoslag "))
 	args[slices.Index(args, "so.yaml")] = so
 	code, stdout, stderr := runCmd(t, args...)
