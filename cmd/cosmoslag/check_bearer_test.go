@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -90,10 +89,6 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	federated := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(federated, []byte("federated-token-canary"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	so := bearerScaledObject(srv)
 	for _, tc := range []struct {
 		name, auth string
@@ -109,12 +104,14 @@ metadata:
 spec:
   podIdentity:
     provider: azure-workload
-`, map[string]string{"AZURE_AUTHORITY_HOST": tokenIssuer.URL(), "AZURE_TENANT_ID": "shop-tenant", "AZURE_CLIENT_ID": "order-workload",
-			"AZURE_FEDERATED_TOKEN_FILE": federated}, "assertion"},
+`, nil, "assertion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
+			}
+			if tc.grant == "assertion" {
+				tokenIssuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
 			}
 			dir := t.TempDir()
 			soFile, taFile := writeFile(t, dir, "so.yaml", so), writeFile(t, dir, "ta.yaml", tc.auth)
@@ -148,7 +145,7 @@ spec:
 				t.Errorf("neverCheckpointed %q, want [%s]; table:\n%s", r.NeverCheckpointed, tokens[2], table)
 			}
 			assertNoSecret(t, clientSecret, table, stderr, out)
-			assertNoSecret(t, "federated-token-canary", table, stderr, out)
+			assertNoSecret(t, "federated-service-account-token", table, stderr, out)
 
 			code, out, stderr = runCmd(t, "validate", "-f", soFile, "-f", taFile)
 			if code != exitOK {

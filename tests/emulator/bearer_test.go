@@ -1,8 +1,6 @@
 package emulator
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
@@ -94,14 +92,7 @@ func TestServicePrincipalKnownClouds(t *testing.T) {
 func TestWorkloadIdentity(t *testing.T) {
 	const resource = "https://cosmos.private.example"
 	env := newBearerEnv(t, resource+"/.default")
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AZURE_AUTHORITY_HOST", tokenIssuer.URL())
-	t.Setenv("AZURE_TENANT_ID", testTenant)
-	t.Setenv("AZURE_CLIENT_ID", "workload-client")
-	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
 
 	config := scalerConfig(env.metadata("cloud", "Private", "cosmosDBResourceURL", resource), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}

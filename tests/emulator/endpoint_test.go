@@ -3,7 +3,6 @@ package emulator
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -106,7 +105,7 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := foreignHosts(t)
-			setWorkloadIdentityEnv(t)
+			tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
 			config := scalerConfig(tc.metadata, tc.auth)
 			if tc.workload {
 				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
@@ -134,20 +133,6 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 			}
 		})
 	}
-}
-
-// setWorkloadIdentityEnv is the webhook's environment, so a workload
-// identity credential could be built (and would ask the test issuer).
-func setWorkloadIdentityEnv(t *testing.T) {
-	t.Helper()
-	tokenFile := t.TempDir() + "/token"
-	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AZURE_AUTHORITY_HOST", tokenIssuer.URL())
-	t.Setenv("AZURE_TENANT_ID", testTenant)
-	t.Setenv("AZURE_CLIENT_ID", "workload-client")
-	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
 }
 
 // routedEnv is an account served through the proxy as host (the account

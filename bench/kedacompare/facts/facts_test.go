@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -249,14 +248,7 @@ func try(t *testing.T, metadata, authParams map[string]string, workload bool, ho
 // operator pod, pointed at the test issuer.
 func workloadIdentityEnv(t *testing.T) {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AZURE_AUTHORITY_HOST", issuer.URL())
-	t.Setenv("AZURE_TENANT_ID", tenant)
-	t.Setenv("AZURE_CLIENT_ID", "workload-client")
-	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+	issuer.SetWorkloadIdentityEnv(t, tenant, "workload-client")
 }
 
 // TestKEDAv2210Facts: each subtest is one fact about KEDA v2.21.0's

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest/connectproxy"
 )
@@ -42,4 +43,20 @@ func (t *Issuer) TrustInProcess(handler http.Handler) (stop func(), err error) {
 	os.Unsetenv("NO_PROXY")
 	os.Unsetenv("no_proxy")
 	return stop, nil
+}
+
+// SetWorkloadIdentityEnv sets, for the rest of tb, the environment the
+// workload identity webhook gives a pod, pointed at t: the authority, the
+// tenant, the client id and a file holding a federated token, which t
+// accepts for any client.
+func (t *Issuer) SetWorkloadIdentityEnv(tb testing.TB, tenant, clientID string) {
+	tb.Helper()
+	tokenFile := filepath.Join(tb.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("AZURE_AUTHORITY_HOST", t.URL())
+	tb.Setenv("AZURE_TENANT_ID", tenant)
+	tb.Setenv("AZURE_CLIENT_ID", clientID)
+	tb.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
 }
