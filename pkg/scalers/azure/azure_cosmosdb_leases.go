@@ -114,8 +114,6 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 				if scope.owns(doc.ID, true) {
 					found.strangers++
 				}
-			case doc.skipped != "":
-				found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Reason: doc.skipped})
 			default:
 				l, reason := doc.lease()
 				if reason == "" {
@@ -174,15 +172,18 @@ type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document, or says why it is not a lease: no lease
-// token, no continuation (never checkpointed), an unknown version, or a
+// lease decodes the document, or says why it is not a lease: it did not
+// decode, no lease token, no continuation (never checkpointed), an unknown version, or a
 // range or continuation that does not parse.
 func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, string) {
 	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID)} // PartitionId: the .NET v2 library
 	if doc.Owner != nil {
 		l.Owner = *doc.Owner
 	}
+	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	switch {
+	case doc.skipped != "":
+		return l, doc.skipped
 	case l.Token == "":
 		return l, "no lease token"
 	case doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "":
@@ -193,7 +194,6 @@ func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, string) {
 		return l, "unknown version"
 	}
 	var ok bool
-	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); !ok {
 		return l, "malformed continuation"
 	}
@@ -212,7 +212,6 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, strin
 		return l, "malformed range"
 	}
 	l.EPK, l.Min, l.Max = true, strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
-	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
 	var ok bool
 	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); ok {
 		return l, ""
