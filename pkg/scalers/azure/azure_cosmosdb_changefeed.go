@@ -27,16 +27,16 @@ type cosmosDBPartitionKeyRange struct {
 	Parents      []string `json:"parents"`
 }
 
-// cosmosDBPositionReader reads where leases stand in the change feed, and
-// keeps the physical ranges across polls until a lease shows them stale.
+// cosmosDBPositionReader reads where leases stand in the change feed. It
+// keeps the physical ranges EPK leases are read through across polls; the
+// split retry forgets them.
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
 	docs                string // the container's documents, whose change feed every read addresses
 
-	mu      sync.Mutex
-	ranges  []cosmosDBPartitionKeyRange
-	version uint64 // bumped on every load, so concurrent refreshes coalesce
+	mu     sync.Mutex
+	ranges []cosmosDBPartitionKeyRange
 }
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
@@ -50,9 +50,6 @@ func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (Cosm
 	resp, readCost, err := r.client.send(ctx, changeFeedRequest(r.docs, l, rangeID, minEPK, maxEPK))
 	cost.add(readCost)
 	if isCosmosDBRangeGone(err) {
-		r.mu.Lock()
-		r.ranges = nil // known stale: the split retry reloads them
-		r.mu.Unlock()
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
 	}
 	if err == nil && resp.status == http.StatusOK {
@@ -64,17 +61,23 @@ func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (Cosm
 	return result, cost, nil
 }
 
-// target is the range a lease is read through, and EPK bounds for a part of it.
+// target is the range a lease is read through, and EPK bounds when an EPK
+// lease covers only part of that range.
 func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, cost CosmosDBCost, err error) {
 	if !l.EPK {
 		return l.Token, "", "", cost, nil
 	}
-	covering, version, cost, err := r.covering(ctx, l, math.MaxUint64)
-	if err == nil && len(covering) != 1 {
-		var reload CosmosDBCost
-		covering, _, reload, err = r.covering(ctx, l, version) // the cached list may predate a merge
-		cost.add(reload)
+	r.mu.Lock()
+	if r.ranges == nil {
+		cost, err = r.load(ctx)
 	}
+	var covering []cosmosDBPartitionKeyRange
+	for _, pk := range r.ranges {
+		if pk.MinInclusive < l.Max && l.Min < pk.MaxExclusive {
+			covering = append(covering, pk)
+		}
+	}
+	r.mu.Unlock()
 	switch {
 	case err != nil:
 		return "", "", "", cost, err
@@ -82,37 +85,22 @@ func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (r
 		return "", "", "", cost, fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
 	case len(covering) > 1:
 		return "", "", "", cost, fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
+	case covering[0].MinInclusive == l.Min && covering[0].MaxExclusive == l.Max:
+		return covering[0].ID, "", "", cost, nil
 	}
-	if pk := covering[0]; pk.MinInclusive != l.Min || pk.MaxExclusive != l.Max {
-		return pk.ID, l.Min, l.Max, cost, nil
-	}
-	return covering[0].ID, "", "", cost, nil
+	return covering[0].ID, l.Min, l.Max, cost, nil
 }
 
-// covering returns the ranges intersecting the lease's and their version,
-// loading them when none are cached or they are still the version stale.
-func (r *cosmosDBPositionReader) covering(ctx context.Context, l CosmosDBLease, stale uint64) ([]cosmosDBPartitionKeyRange, uint64, CosmosDBCost, error) {
+// forget drops the ranges, so that the next EPK lease read loads them.
+func (r *cosmosDBPositionReader) forget() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var cost CosmosDBCost
-	if r.ranges == nil || r.version == stale {
-		var err error
-		if cost, err = r.load(ctx); err != nil {
-			return nil, 0, cost, err
-		}
-	}
-	var out []cosmosDBPartitionKeyRange
-	for _, pk := range r.ranges {
-		if pk.MinInclusive < l.Max && l.Min < pk.MaxExclusive {
-			out = append(out, pk)
-		}
-	}
-	return out, r.version, cost, nil
+	r.ranges = nil
+	r.mu.Unlock()
 }
 
 // load reads every page of ranges, less those a split or merge replaced.
 func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error) {
-	operation := fmt.Sprintf("read partition key ranges of %s/%s", cosmosDBExcerpt(r.database), cosmosDBExcerpt(r.container))
+	operation := fmt.Sprintf("read partition key ranges of %s/%s", r.database, r.container)
 	var all []cosmosDBPartitionKeyRange
 	cost, err := r.client.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
 		url: r.client.url("dbs", r.database, "colls", r.container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
@@ -137,7 +125,6 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error)
 		return cost, errors.New(operation + ": the service listed no ranges")
 	}
 	r.ranges = live
-	r.version++
 	return cost, nil
 }
 
@@ -163,27 +150,11 @@ func changeFeedRequest(docs string, l CosmosDBLease, rangeID, minEPK, maxEPK str
 	return cosmosDBRequest{operation: "read change feed", method: http.MethodGet, url: docs, header: h, ok: []int{http.StatusOK, http.StatusNotModified}}
 }
 
-// cosmosDBLag is a change feed page's lag: session LSN - first LSN + 1, and
-// when that first change was made; an empty page is no lag.
+// cosmosDBLag is a change feed page's lag, session LSN - first LSN + 1 (an
+// empty page is none), and when that first change was made. For all
+// versions and deletes the change's metadata.lsn and crts count: a delete
+// has no item, and an item's _lsn is its latest version's.
 func cosmosDBLag(resp cosmosDBResponse, allVersionsAndDeletes bool, rangeID string) (int64, time.Time, error) {
-	first, since, ok, err := firstCosmosDBChange(resp.body, allVersionsAndDeletes)
-	if err != nil || !ok {
-		return 0, time.Time{}, err
-	}
-	session, err := cosmosDBSessionLSN(resp.header.Get("X-Ms-Session-Token"), rangeID)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
-	}
-	if session < first {
-		return 0, since, nil // the service's view is behind the change it served
-	}
-	return min(session-first, math.MaxInt64-1) + 1, since, nil
-}
-
-// firstCosmosDBChange returns the LSN and time of a page's first change:
-// _lsn and _ts, or for all versions and deletes metadata.lsn and crts (a
-// delete has no item, and an item's _lsn is its latest version's).
-func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at time.Time, ok bool, err error) {
 	var page struct {
 		Documents []struct {
 			LSN      json.RawMessage `json:"_lsn"`
@@ -194,47 +165,55 @@ func firstCosmosDBChange(body []byte, allVersionsAndDeletes bool) (lsn int64, at
 			} `json:"metadata"`
 		}
 	}
-	if err := json.Unmarshal(body, &page); err != nil {
-		return 0, time.Time{}, false, fmt.Errorf("read change feed: malformed response body: %w", err)
+	if err := json.Unmarshal(resp.body, &page); err != nil {
+		return 0, time.Time{}, fmt.Errorf("read change feed: malformed response body: %w", err)
 	}
 	if len(page.Documents) == 0 {
-		return 0, time.Time{}, false, nil
+		return 0, time.Time{}, nil
 	}
-	change, field, ts := page.Documents[0], "_lsn", page.Documents[0].TS
-	raw := change.LSN
+	change, field := page.Documents[0], "_lsn"
+	raw, ts := change.LSN, change.TS
 	if allVersionsAndDeletes {
 		if change.Metadata == nil {
-			return 0, time.Time{}, false, errors.New("read change feed: first change has no metadata")
+			return 0, time.Time{}, errors.New("read change feed: first change has no metadata")
 		}
-		raw, field, ts = change.Metadata.LSN, "metadata.lsn", change.Metadata.CRTS
+		raw, ts, field = change.Metadata.LSN, change.Metadata.CRTS, "metadata.lsn"
 	}
-	lsn, err = strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || lsn < 0 {
-		return 0, time.Time{}, false, fmt.Errorf("read change feed: first change's %s is not a non-negative 64-bit integer", field)
+	first, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || first < 0 {
+		return 0, time.Time{}, fmt.Errorf("read change feed: first change's %s is not a non-negative 64-bit integer", field)
 	}
+	var since time.Time
 	if seconds, err := strconv.ParseInt(string(ts), 10, 64); err == nil && seconds > 0 {
-		at = time.Unix(seconds, 0)
+		since = time.Unix(seconds, 0)
 	}
-	return lsn, at, true, nil
+	session, err := cosmosDBSessionLSN(resp.header.Get("X-Ms-Session-Token"), rangeID)
+	switch {
+	case err != nil:
+		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
+	case session < first:
+		return 0, since, nil // the service's view is behind the change it served
+	}
+	return min(session-first, math.MaxInt64-1) + 1, since, nil
 }
 
 // cosmosDBSessionLSN reads the LSN from x-ms-session-token entries
 // "{rangeId}:{token}", token "12345", "-1#12345" or "1#12345#1=12340".
 func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
-	entry := "" // a single entry is the range read
-	for e := range strings.SplitSeq(header, ",") {
-		if id, _, _ := strings.Cut(strings.TrimSpace(e), ":"); entry == "" || id == rangeID {
-			entry = strings.TrimSpace(e)
+	entries := strings.Split(header, ",")
+	entry := strings.TrimSpace(entries[0]) // a single entry is the range read
+	for _, e := range entries[1:] {
+		if e = strings.TrimSpace(e); strings.HasPrefix(e, rangeID+":") {
+			entry = e
 		}
 	}
+	_, token, ok := strings.Cut(entry, ":")
 	switch {
 	case entry == "":
 		return 0, errors.New("response has no x-ms-session-token")
-	case strings.Contains(header, ",") && !strings.HasPrefix(entry, rangeID+":"):
+	case len(entries) > 1 && !strings.HasPrefix(entry, rangeID+":"):
 		return 0, fmt.Errorf("session token lists no entry for partition key range %s", rangeID)
-	}
-	_, token, ok := strings.Cut(entry, ":")
-	if !ok {
+	case !ok:
 		return 0, errors.New("malformed session token: no range id")
 	}
 	field, rest, versioned := strings.Cut(token, "#")

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/atomic"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -100,21 +101,19 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 // any other failure fails the estimate, never a partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
 	var cost CosmosDBCost
-	scope, fresh, err := e.resolveScope(ctx, &cost)
+	scope, fresh, err := e.resolveScope(ctx, false, &cost)
 	if err != nil {
 		return CosmosDBLagEstimate{CosmosDBCost: cost}, err
 	}
 	res, strangers, err := e.attempt(ctx, scope, false, &cost)
 	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
 		// The leases name another container: it was recreated? Re-read RIDs.
-		e.mu.Lock()
-		e.scope = nil
-		e.mu.Unlock()
-		if scope, _, err = e.resolveScope(ctx, &cost); err == nil {
+		if scope, _, err = e.resolveScope(ctx, true, &cost); err == nil {
 			res, _, err = e.attempt(ctx, scope, false, &cost)
 		}
 	}
 	if errors.Is(err, errCosmosDBStaleParent) {
+		e.positions.forget()
 		res, _, err = e.attempt(ctx, scope, true, &cost)
 		res.SplitRetried = true
 	}
@@ -156,10 +155,10 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	// A fixed set of readers takes lease after lease: a goroutine per lease
 	// would grow a new stack through net/http and azcore for every read.
 	g, gctx := errgroup.WithContext(ctx)
-	next := make(chan int)
+	var next atomic.Int64 // the next lease to read
 	for range min(cosmosDBReadConcurrency, len(leases)) {
 		g.Go(func() error {
-			for i := range next {
+			for i := int(next.Inc()) - 1; i < len(leases); i = int(next.Inc()) - 1 {
 				if err := read(gctx, i); err != nil {
 					return err
 				}
@@ -167,17 +166,6 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 			return nil
 		})
 	}
-	g.Go(func() error {
-		defer close(next)
-		for i := range leases {
-			select {
-			case next <- i:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
 	if err := g.Wait(); err != nil {
 		return CosmosDBLagEstimate{}, strangers, err
 	}
@@ -185,20 +173,20 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	return res, strangers, nil
 }
 
-// resolveScope reads, once, the RIDs the leases name the container by.
-func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, cost *CosmosDBCost) (cosmosDBLeaseScope, bool, error) {
+// resolveScope reads the RIDs the leases name the container by, once or on a refresh.
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, refresh bool, cost *CosmosDBCost) (cosmosDBLeaseScope, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.scope != nil {
+	if e.scope != nil && !refresh {
 		return *e.scope, false, nil
 	}
 	n := e.names
 	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
-	if s.databaseRID, err = e.readRID(ctx, cost, "read database "+cosmosDBExcerpt(n.Database), "dbs", n.Database); err != nil {
+	if s.databaseRID, err = e.readRID(ctx, cost, "read database "+n.Database, "dbs", n.Database); err != nil {
 		return s, false, err
 	}
-	if s.containerRID, err = e.readRID(ctx, cost, "read container "+cosmosDBExcerpt(n.Database)+"/"+cosmosDBExcerpt(n.Container), "dbs", n.Database, "colls", n.Container); err != nil {
+	if s.containerRID, err = e.readRID(ctx, cost, "read container "+n.Database+"/"+n.Container, "dbs", n.Database, "colls", n.Container); err != nil {
 		return s, false, err
 	}
 	e.scope = &s

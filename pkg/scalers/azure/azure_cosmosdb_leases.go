@@ -8,21 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
 // CosmosDBLease is what the estimator needs from one lease document.
 type CosmosDBLease struct {
-	ID    string
-	Token string // a partition key range id (v0) or "min-max" (v1)
-	Owner string // the processor instance holding the lease
-	// EPK (v1) leases cover [Min, Max), read through the range containing it.
-	EPK      bool
-	Min, Max string
-	// Continuation is the checkpointed change feed etag, a quoted LSN.
-	Continuation          string
-	AllVersionsAndDeletes bool // else the processor reads latest versions
+	ID, Token, Owner      string // Token: a range id (v0) or "min-max" (v1); Owner: the instance holding it
+	EPK                   bool   // a v1 lease of [Min, Max), read through the range containing it
+	Min, Max              string
+	Continuation          string // the checkpointed change feed etag, a quoted LSN
+	AllVersionsAndDeletes bool   // else the processor reads latest versions
 }
 
 // CosmosDBSkippedDocument is a document of the processor's leases on this
@@ -32,8 +27,7 @@ type CosmosDBSkippedDocument struct {
 }
 
 // cosmosDBLeaseScope names one processor's leases on one container: ids
-// {processor}{accountHost}_{databaseRid}_{containerRid}..{token} (names for
-// Java v0). Names may be shared across containers or prefix one another.
+// {processor}{accountHost}_{databaseRid}_{containerRid}..{token} (names for Java v0).
 type cosmosDBLeaseScope struct {
 	processor, account        string
 	databaseRID, containerRID string
@@ -47,8 +41,8 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 	if !ok {
 		return false
 	}
-	// Hosts and RIDs hold no '_'.
-	host, container, ok := strings.Cut(rest, "_")
+	host, container, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
+
 	if !ok || !s.accountMatches(cosmosDBAccountName(host)) {
 		return false
 	}
@@ -66,28 +60,24 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 // accountMatches accepts the account's name, and a regional host label
 // "<account>-<region>" on either side (processor or scaler).
 func (s cosmosDBLeaseScope) accountMatches(name string) bool {
-	return name == s.account || isCosmosDBRegional(name, s.account) || isCosmosDBRegional(s.account, name)
+	regional := func(label, account string) bool {
+		region, ok := strings.CutPrefix(label, account+"-")
+		return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+	}
+	return name == s.account || regional(name, s.account) || regional(s.account, name)
 }
-
-func isCosmosDBRegional(label, account string) bool {
-	region, ok := strings.CutPrefix(label, account+"-")
-	return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
-}
-
-// cosmosDBLeasePageSize: large pages, as the lease query is a poll's serial part.
-const cosmosDBLeasePageSize = 1000
 
 // cosmosDBLeases is what the lease query found: the scope's leases, its
-// documents that are not counted, and how many documents name another
-// container of this processor (strangers).
+// documents that are not counted, and how many name another container of
+// this processor (strangers).
 type cosmosDBLeases struct {
 	leases    []CosmosDBLease
 	skipped   []CosmosDBSkippedDocument
 	strangers int
 }
 
-// readCosmosDBLeases queries, every page, the documents whose id starts with
-// the processor name.
+// readCosmosDBLeases reads every page of the documents whose id starts with
+// the processor name, in pages of 1,000: the lease query is a poll's serial part.
 func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (found cosmosDBLeases, cost CosmosDBCost, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
@@ -101,7 +91,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		header: http.Header{
 			"X-Ms-Documentdb-Isquery":                    {"True"},
 			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},
-			"X-Ms-Max-Item-Count":                        {strconv.Itoa(cosmosDBLeasePageSize)},
+			"X-Ms-Max-Item-Count":                        {"1000"},
 		}}
 	cost, err = c.sendPages(ctx, req, func(body []byte) error {
 		documents, err := decodeCosmosDBLeasePage(body)
@@ -109,18 +99,14 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
 		for _, doc := range documents {
-			switch {
-			case !scope.owns(doc.ID, false):
+			if !scope.owns(doc.ID, false) {
 				if scope.owns(doc.ID, true) {
 					found.strangers++
 				}
-			default:
-				l, reason := doc.lease()
-				if reason == "" {
-					found.leases = append(found.leases, l)
-				} else {
-					found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Token: l.Token, Reason: reason})
-				}
+			} else if l, reason := doc.lease(); reason == "" {
+				found.leases = append(found.leases, l)
+			} else {
+				found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Token: l.Token, Reason: reason})
 			}
 		}
 		return nil
@@ -128,10 +114,8 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	return found, cost, err
 }
 
-// decodeCosmosDBLeasePage decodes a page's documents. A document whose
-// fields have other types than a lease's is not a lease, as the trigger
-// specifies: then the documents are decoded one by one, and those that do
-// not decode are marked skipped.
+// decodeCosmosDBLeasePage decodes a page's documents; when one does not
+// decode as a lease, they are decoded one by one and it is marked skipped.
 func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 	var page struct{ Documents []cosmosDBLeaseDocument }
 	if err := json.Unmarshal(body, &page); !errors.As(err, new(*json.UnmarshalTypeError)) {
@@ -157,14 +141,14 @@ func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 // so .NET's "FeedRange" and Java's "feedRange" stay apart.
 type cosmosDBLeaseDocument struct {
 	ID                string            `json:"id"`
-	Version           *int              `json:"version"`
+	Version           int               `json:"version"`
 	LeaseToken        string            `json:"LeaseToken"`
 	PartitionID       string            `json:"PartitionId"`
-	ContinuationToken *string           `json:"ContinuationToken"`
+	ContinuationToken string            `json:"ContinuationToken"`
 	FeedRange         *cosmosDBEPKRange `json:"FeedRange"`
 	JavaFeedRange     *cosmosDBEPKRange `json:"feedRange"`
-	Owner             *string           `json:"Owner"`
-	Mode              *string           `json:"Mode"` // .NET v3 leases
+	Owner             string            `json:"Owner"`
+	Mode              string            `json:"Mode"` // .NET v3 leases
 	skipped           string            // why the document did not decode
 }
 
@@ -172,29 +156,24 @@ type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document, or says why it is not a lease: it did not
-// decode, no lease token, no continuation (never checkpointed), an unknown version, or a
-// range or continuation that does not parse.
+// lease decodes the document, or says why it is not a lease.
 func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, string) {
-	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID)} // PartitionId: the .NET v2 library
-	if doc.Owner != nil {
-		l.Owner = *doc.Owner
-	}
-	l.AllVersionsAndDeletes = parseCosmosDBMode(doc.Mode)
+	// PartitionId: the .NET v2 library.
+	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID), Owner: doc.Owner, AllVersionsAndDeletes: parseCosmosDBMode(doc.Mode)}
 	switch {
 	case doc.skipped != "":
 		return l, doc.skipped
 	case l.Token == "":
 		return l, "no lease token"
-	case doc.ContinuationToken == nil || strings.TrimSpace(*doc.ContinuationToken) == "":
+	case strings.TrimSpace(doc.ContinuationToken) == "":
 		return l, cosmosDBNeverCheckpointed
-	case doc.Version != nil && *doc.Version == 1:
+	case doc.Version == 1:
 		return doc.epkLease(l)
-	case doc.Version != nil && *doc.Version != 0:
+	case doc.Version != 0:
 		return l, "unknown version"
 	}
 	var ok bool
-	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); !ok {
+	if l.Continuation, ok = normalizeCosmosDBEtag(doc.ContinuationToken); !ok {
 		return l, "malformed continuation"
 	}
 	return l, ""
@@ -213,12 +192,12 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, strin
 	}
 	l.EPK, l.Min, l.Max = true, strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
 	var ok bool
-	if l.Continuation, ok = normalizeCosmosDBEtag(*doc.ContinuationToken); ok {
+	if l.Continuation, ok = normalizeCosmosDBEtag(doc.ContinuationToken); ok {
 		return l, ""
 	}
 	// Java v4 keeps a Base64 JSON state: the etag is the token of the entry
 	// starting at the lease's min, and the state records the mode.
-	state, ok := decodeCosmosDBJavaState(*doc.ContinuationToken)
+	state, ok := decodeCosmosDBJavaState(doc.ContinuationToken)
 	if !ok || len(state.Continuation.Continuation) == 0 {
 		return l, "malformed continuation"
 	}
@@ -241,7 +220,7 @@ func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, strin
 
 // cosmosDBJavaState is the Java v4 SDK's change feed state.
 type cosmosDBJavaState struct {
-	Mode         *string
+	Mode         string
 	Continuation struct {
 		Continuation []struct {
 			Token *string `json:"token"`
@@ -267,11 +246,8 @@ func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
 // parseCosmosDBMode reads a mode case-insensitively: .NET v3 writes the A-IM
 // value ("Full-Fidelity Feed"), Java v4 its enum name (FULL_FIDELITY). Any
 // other, or none, is latest version ("Incremental Feed", INCREMENTAL).
-func parseCosmosDBMode(raw *string) (allVersionsAndDeletes bool) {
-	if raw == nil {
-		return false
-	}
-	mode := strings.ToLower(strings.TrimSpace(*raw))
+func parseCosmosDBMode(mode string) (allVersionsAndDeletes bool) {
+	mode = strings.ToLower(strings.TrimSpace(mode))
 	return mode == "full-fidelity feed" || mode == "full_fidelity"
 }
 
