@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/atomic"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -153,12 +152,13 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 		return nil
 	}
 	// A fixed set of readers takes lease after lease: a goroutine per lease
-	// would grow a new stack through net/http and azcore for every read.
+	// would grow a new stack through net/http and azcore for every read. An
+	// atomic counter in place of the feeder cost more per poll (BENCHMARKS.md).
 	g, gctx := errgroup.WithContext(ctx)
-	var next atomic.Int64 // the next lease to read
+	next := make(chan int)
 	for range min(cosmosDBReadConcurrency, len(leases)) {
 		g.Go(func() error {
-			for i := int(next.Inc()) - 1; i < len(leases); i = int(next.Inc()) - 1 {
+			for i := range next {
 				if err := read(gctx, i); err != nil {
 					return err
 				}
@@ -166,6 +166,17 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 			return nil
 		})
 	}
+	g.Go(func() error {
+		defer close(next)
+		for i := range leases {
+			select {
+			case next <- i:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		return CosmosDBLagEstimate{}, strangers, err
 	}
