@@ -153,7 +153,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	}
 	// A fixed set of readers takes lease after lease: a goroutine per lease
 	// would grow a new stack through net/http and azcore for every read. An
-	// atomic counter in place of the feeder cost more per poll (BENCHMARKS.md).
+	// atomic counter in place of the feeder measured more instructions per poll.
 	g, gctx := errgroup.WithContext(ctx)
 	next := make(chan int)
 	for range min(cosmosDBReadConcurrency, len(leases)) {
