@@ -42,7 +42,6 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 		return false
 	}
 	host, container, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
-
 	if !ok || !s.accountMatches(cosmosDBAccountName(host)) {
 		return false
 	}
