@@ -50,26 +50,54 @@ func (a endpointAllowList) allows(host string) bool {
 	return false
 }
 
+// destinationParams decide where the scaler's credentials go.
+var destinationParams = []string{"endpoint", "leaseEndpoint", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint"}
+
 // check refuses a trigger whose endpoint or leaseEndpoint is not allowed,
-// and cloud: Private unless --allowed-endpoints names its hosts. Endpoints
-// inside connection strings come from the scaler's own environment, which
-// its operator chose, and are not checked.
+// and cloud: Private unless --allowed-endpoints names its hosts; with cloud:
+// Private, the hosts of cosmosDBResourceURL (the token's audience) and
+// activeDirectoryEndpoint (where a client secret goes) must be listed too.
+// Endpoints inside connection strings come from the scaler's own
+// environment, which its operator chose, and are not checked.
 func (a endpointAllowList) check(metadata map[string]string) error {
 	private := strings.EqualFold(strings.TrimSpace(metadata["cloud"]), "Private")
 	if private && !a.explicit {
 		return errors.New("cloud: Private is refused by this external scaler unless --allowed-endpoints lists the private cloud's hosts")
 	}
-	for _, param := range []string{"endpoint", "leaseEndpoint"} {
+	params := []string{"endpoint", "leaseEndpoint"}
+	if private {
+		params = append(params, "cosmosDBResourceURL", "activeDirectoryEndpoint")
+	}
+	for _, param := range params {
 		raw := strings.TrimSpace(metadata[param])
 		if raw == "" {
 			continue
 		}
 		u, err := url.Parse(raw)
 		if err != nil || u.Hostname() == "" {
-			continue // the scaler reports the malformed endpoint itself
+			continue // the scaler reports the malformed URL itself
 		}
 		if !a.allows(u.Hostname()) {
 			return fmt.Errorf("%s: host %q is not in this external scaler's --allowed-endpoints (%s)", param, excerpt.Of(u.Hostname()), strings.Join(a.patterns, ","))
+		}
+	}
+	return nil
+}
+
+// adopt checks the trigger's destinations and moves them from the caller's
+// metadata into AuthParams. The scaler's credentials (environment, pod
+// identity) are its operator's, and --allowed-endpoints is the operator's
+// word on where they may go: it takes the place the TriggerAuthentication
+// has in KEDA, whose destinations alone the in-tree scaler lets take a
+// credential outside the known clouds.
+func (a endpointAllowList) adopt(metadata, authParams map[string]string) error {
+	if err := a.check(metadata); err != nil {
+		return err
+	}
+	for _, param := range destinationParams {
+		if value, ok := metadata[param]; ok {
+			authParams[param] = value
+			delete(metadata, param)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,5 +66,47 @@ func TestForeignEndpointGetsNoCredential(t *testing.T) {
 	assertStatus(t, err, codes.InvalidArgument, []string{"cloud: Private", "--allowed-endpoints"})
 	if n := f.created.Load(); n != 0 {
 		t.Errorf("%d scalers were built for refused endpoints", n)
+	}
+}
+
+// The scaler's credentials are its operator's, not the gRPC caller's: with
+// cloud: Private, the token resource and the Entra ID authority the caller
+// names must be in --allowed-endpoints too, as the endpoint must (issue X).
+// The listed destinations then work: they reach the in-tree scaler as its
+// TriggerAuthentication's would.
+func TestCallerCannotRedirectTheScalersCredentials(t *testing.T) {
+	listed := func(o *serverOptions) {
+		o.allowedEndpoints, _ = parseEndpointAllowList("gw.internal,login.gw.internal,cosmos.gw.internal", true)
+	}
+	f := newFixture(t, listed)
+	f.env["SP_SECRET"] = "c2VjcmV0LWNsaWVudC1zZWNyZXQ="
+	ctx := testContext(t)
+	sp := []string{"connectionFromScalerEnv", "", "endpoint", "https://gw.internal/", "tenantId", "tenant-1", "clientId", "client-1",
+		"clientSecretFromScalerEnv", "SP_SECRET", "cloud", "Private"}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"authority of the caller's", []string{"cosmosDBResourceURL", "https://cosmos.gw.internal/", "activeDirectoryEndpoint", "https://evil.example.net/"}, "activeDirectoryEndpoint"},
+		{"token for Resource Manager", []string{"cosmosDBResourceURL", "https://management.azure.com/", "activeDirectoryEndpoint", "https://login.gw.internal/"}, "cosmosDBResourceURL"},
+		{"token for the caller's host", []string{"cosmosDBResourceURL", "https://evil.example.net", "activeDirectoryEndpoint", "https://login.gw.internal/"}, "cosmosDBResourceURL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.client.GetMetricSpec(ctx, ref(metadata(append(slices.Clone(sp), tc.extra...)...)))
+			assertStatus(t, err, codes.InvalidArgument, []string{tc.want, "--allowed-endpoints"}, "c2VjcmV0")
+		})
+	}
+	if n := f.created.Load(); n != 0 {
+		t.Errorf("%d scalers were built for refused destinations", n)
+	}
+	// Every destination listed: the scaler is built (the poll itself would
+	// need the private cloud).
+	md := metadata(append(slices.Clone(sp), "cosmosDBResourceURL", "https://cosmos.gw.internal/", "activeDirectoryEndpoint", "https://login.gw.internal/")...)
+	if _, err := f.client.GetMetricSpec(ctx, ref(md)); err != nil {
+		t.Fatalf("listed private cloud refused: %v", err)
+	}
+	if n := f.created.Load(); n != 1 {
+		t.Errorf("%d scalers built for the listed private cloud, want 1", n)
 	}
 }

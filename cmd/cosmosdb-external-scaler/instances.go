@@ -307,7 +307,7 @@ func newInstance(ref *pb.ScaledObjectRef, key instanceKey, o serverOptions) (*in
 	if allowed.patterns == nil {
 		allowed, _ = parseEndpointAllowList(defaultAllowedEndpoints, false)
 	}
-	if err := allowed.check(tc.scaler.TriggerMetadata); err != nil {
+	if err := allowed.adopt(tc.scaler.TriggerMetadata, tc.scaler.AuthParams); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	secrets := &redact.Secrets{}

@@ -96,6 +96,10 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	meta.TriggerIndex, meta.PodIdentity = config.TriggerIndex, config.PodIdentity
+	meta.TriggerAuthentication = map[string]bool{}
+	for name, value := range config.AuthParams {
+		meta.TriggerAuthentication[name] = strings.TrimSpace(value) != "" // as KEDA's typed config reads it
+	}
 	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
 	warnAboutPlainCosmosDBSecrets(config, logger)
 	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -485,8 +486,13 @@ func TestCosmosDBMetadata(t *testing.T) {
 		{name: "cloud AzureGermanCloud", metadata: map[string]string{"cloud": "AzureGermanCloud"}, wantTarget: 100},
 		{name: "cloud unknown", metadata: map[string]string{"cloud": "Mars"},
 			wantErr: "cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud or Private"},
-		{name: "cloud Private with bearer token and cosmosDBResourceURL", auth: servicePrincipal, wantTarget: 100,
-			metadata: map[string]string{"cloud": "Private", "cosmosDBResourceURL": "https://cosmos.private.example", "activeDirectoryEndpoint": "https://login.private.example/"}},
+		{name: "cloud Private with bearer token and cosmosDBResourceURL", wantTarget: 100,
+			auth: withParams(servicePrincipal, "cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example", "activeDirectoryEndpoint", "https://login.private.example/")},
+		{name: "cloud Private in metadata refused for the TriggerAuthentication's service principal", auth: servicePrincipal,
+			metadata: map[string]string{"cloud": "Private", "cosmosDBResourceURL": "https://cosmos.private.example", "activeDirectoryEndpoint": "https://login.private.example/"},
+			wantErr:  "cosmosDBResourceURL: given in trigger metadata, it may not send the TriggerAuthentication's token outside the known clouds; move cosmosDBResourceURL (and cloud: Private) into the TriggerAuthentication"},
+		{name: "the TriggerAuthentication's cloud wins over metadata", wantTarget: 100, metadata: map[string]string{"cloud": "Mars"},
+			auth: withParams(servicePrincipal, "cloud", "AzurePublicCloud")},
 		{name: "cloud Private with bearer token requires cosmosDBResourceURL", auth: servicePrincipal,
 			metadata: map[string]string{"cloud": "private", "activeDirectoryEndpoint": "https://login.private.example/"},
 			wantErr:  "cosmosDBResourceURL must be provided for Private cloud type"},
@@ -977,4 +983,13 @@ func TestCosmosDBPlainSecretWarning(t *testing.T) {
 			assert.NotContains(t, got[0], testCosmosDBSecret)
 		})
 	}
+}
+
+// withParams is a copy of params with name/value pairs added.
+func withParams(params map[string]string, pairs ...string) map[string]string {
+	out := maps.Clone(params)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[pairs[i]] = pairs[i+1]
+	}
+	return out
 }

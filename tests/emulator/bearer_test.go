@@ -40,9 +40,9 @@ func servicePrincipal(extra ...string) map[string]string {
 func TestServicePrincipalPrivateCloud(t *testing.T) {
 	const resource = "https://cosmos.private.example"
 	env := newBearerEnv(t, resource+"/.default")
-	metadata := env.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
+	auth := servicePrincipal("endpoint", env.server.URL(), "cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
 	before := tokenIssuer.TokenRequests()
-	s := newScaler(t, scalerConfig(metadata, servicePrincipal("endpoint", env.server.URL())))
+	s := newScaler(t, scalerConfig(env.metadata(), auth))
 	for range 3 {
 		if metric, _ := poll(t, s); metric != 12 {
 			t.Fatalf("metric %d, want 12", metric)
@@ -94,7 +94,7 @@ func TestWorkloadIdentity(t *testing.T) {
 	env := newBearerEnv(t, resource+"/.default")
 	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
 
-	config := scalerConfig(env.metadata("cloud", "Private", "cosmosDBResourceURL", resource), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret})
+	config := scalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret, "cloud": "Private", "cosmosDBResourceURL": resource})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 	s := newScaler(t, config)
 	if metric, _ := poll(t, s); metric != 12 {
@@ -121,9 +121,9 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	if err := p.Checkpoint("0", data.monitored.LSN("0")-9); err != nil {
 		t.Fatal(err)
 	}
-	metadata := data.metadata("cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
-	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL())
-	if metric, _ := poll(t, newScaler(t, scalerConfig(metadata, auth))); metric != 9 {
+	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL(),
+		"cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
+	if metric, _ := poll(t, newScaler(t, scalerConfig(data.metadata(), auth))); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)
 	}
 	if leaseServer.Handler.Count(cosmostest.KindQuery) != 1 || data.server.Handler.Count(cosmostest.KindQuery) != 0 {

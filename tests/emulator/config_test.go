@@ -54,7 +54,7 @@ func TestConfigurationErrors(t *testing.T) {
 		{"endpoint without any credential", baseMetadata(), map[string]string{"endpoint": endpoint}, "tenantId"},
 		{"partial service principal", baseMetadata(), map[string]string{"endpoint": endpoint, "tenantId": testTenant, "clientSecret": canarySecret}, "clientId"},
 		{"private cloud without resource URL", baseMetadata("cloud", "Private"), map[string]string{"endpoint": endpoint, "tenantId": testTenant, "clientId": "app", "clientSecret": canarySecret}, "cosmosDBResourceURL"},
-		{"private cloud service principal without authority", baseMetadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example"), map[string]string{"endpoint": endpoint, "tenantId": testTenant, "clientId": "app", "clientSecret": canarySecret}, "activeDirectoryEndpoint"},
+		{"private cloud service principal without authority", baseMetadata(), map[string]string{"endpoint": endpoint, "tenantId": testTenant, "clientId": "app", "clientSecret": canarySecret, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.private.example"}, "activeDirectoryEndpoint"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,10 +256,10 @@ func TestSeparateLeaseAccount(t *testing.T) {
 func TestPrivateCloudKeysNeedNoResourceURL(t *testing.T) {
 	endpoint := "https://shop.documents.azure.example:443/"
 	for name, auth := range map[string]map[string]string{
-		"connection string": {"connection": "AccountEndpoint=" + endpoint + ";AccountKey=" + canaryKey},
-		"endpoint and key":  {"endpoint": endpoint, "cosmosDBKey": canaryKey},
+		"connection string": {"connection": "AccountEndpoint=" + endpoint + ";AccountKey=" + canaryKey, "cloud": "Private"},
+		"endpoint and key":  {"endpoint": endpoint, "cosmosDBKey": canaryKey, "cloud": "Private"},
 	} {
-		if _, err := scalers.NewAzureCosmosDBScaler(scalerConfig(baseMetadata("cloud", "Private"), auth)); err != nil {
+		if _, err := scalers.NewAzureCosmosDBScaler(scalerConfig(baseMetadata(), auth)); err != nil {
 			t.Errorf("%s with cloud: Private and no cosmosDBResourceURL: %v", name, err)
 		}
 	}

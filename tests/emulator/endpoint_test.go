@@ -94,14 +94,14 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 		{"service principal, foreign endpoint", env.metadata(), servicePrincipal("endpoint", foreign), false, []string{"endpoint", "documents.azure.com"}},
 		{"service principal, foreign leaseEndpoint", env.metadata(), servicePrincipal("connection", env.server.ConnectionString(), "leaseEndpoint", foreign), false, []string{"leaseEndpoint"}},
 		{"workload identity, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign}, true, []string{"endpoint", "documents.azure.com"}},
-		{"Private cloud with the public resource and a service principal", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the public resource without a slash", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.com")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the public resource and workload identity", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.azure.com/"), map[string]string{"endpoint": foreign}, true, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the US Government resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://cosmos.azure.us")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the China resource, upper case and a port", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://COSMOS.AZURE.CN:443/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the Germany resource and workload identity", env.metadata("cloud", "Private", "cosmosDBResourceURL", "https://cosmos.azure.de"), map[string]string{"endpoint": foreign}, true, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with an account's own URL as the resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://shop.documents.azure.com")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with a US Government account's URL as the resource", env.metadata(append(privateToken, "cosmosDBResourceURL", "https://shop.documents.azure.us:443/")...), servicePrincipal("endpoint", foreign), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the public resource and a service principal", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.com/")...), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the public resource without a slash", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.com")...), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the public resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.com/"}, true, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the US Government resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.us")...), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the China resource, upper case and a port", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://COSMOS.AZURE.CN:443/")...), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with the Germany resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.de"}, true, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with an account's own URL as the resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://shop.documents.azure.com")...), false, []string{"cosmosDBResourceURL"}},
+		{"Private cloud with a US Government account's URL as the resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://shop.documents.azure.us:443/")...), false, []string{"cosmosDBResourceURL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := foreignHosts(t)
@@ -230,7 +230,7 @@ func TestCredentialsAllowedEndpointsWork(t *testing.T) {
 	})
 	t.Run("cloud Private, account key at any https host", func(t *testing.T) {
 		env := routedEnv(t, "cosmos.private.example", "cosmos.private.example")
-		pollsSeven(t, env, scalerConfig(env.metadata("cloud", "Private"), map[string]string{"endpoint": "https://cosmos.private.example/", "cosmosDBKey": env.server.Key()}))
+		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://cosmos.private.example/", "cosmosDBKey": env.server.Key(), "cloud": "Private"}))
 	})
 	t.Run("service principal at a documents.azure.com name", func(t *testing.T) {
 		env := routedEnv(t, "tokens.documents.azure.com", "tokens.documents.azure.com",
@@ -240,5 +240,104 @@ func TestCredentialsAllowedEndpointsWork(t *testing.T) {
 		if last := grants[len(grants)-1]; last.Host != "login.microsoftonline.com" || last.Scope != "https://cosmos.azure.com/.default" {
 			t.Fatalf("grant %+v", last)
 		}
+	})
+}
+
+// Trigger metadata is the ScaledObject author's; a TriggerAuthentication's
+// credentials and KEDA's workload identity are someone else's. A destination
+// in metadata never takes them outside the known clouds, whatever cloud says
+// (issue X): the scaler is refused when it is created, naming the parameter,
+// and the foreign host sees no request at all, Entra ID discovery included.
+func TestMetadataCannotRedirectTriggerAuthenticationCredentials(t *testing.T) {
+	env := newCosmosEnv(t, 1, dotNetV0)
+	const foreign = "https://evil.example.net/"
+	const resource = "https://cosmos.private.example"
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]string
+		auth     map[string]string
+		workload bool
+		want     []string // the error says these
+	}{
+		{"account key; endpoint and cloud: Private in metadata", env.metadata("endpoint", foreign, "cloud", "Private"),
+			map[string]string{"cosmosDBKey": canaryKey}, false,
+			[]string{"endpoint: given in trigger metadata", "move endpoint (and cloud: Private) into the TriggerAuthentication"}},
+		{"account key and endpoint; cloud: Private in metadata", env.metadata("cloud", "Private"),
+			map[string]string{"endpoint": foreign, "cosmosDBKey": canaryKey}, false,
+			[]string{"cloud: Private given in trigger metadata", "move cloud into the TriggerAuthentication"}},
+		{"lease key; leaseEndpoint in metadata", env.metadata("leaseEndpoint", foreign),
+			map[string]string{"connection": env.server.ConnectionString(), "leaseCosmosDBKey": canaryKey, "cloud": "Private"}, false,
+			[]string{"leaseEndpoint: given in trigger metadata"}},
+		{"service principal; cloud: Private and activeDirectoryEndpoint in metadata", env.metadata("cloud", "Private", "activeDirectoryEndpoint", foreign),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cosmosDBResourceURL", resource), false,
+			[]string{"cloud: Private given in trigger metadata"}},
+		{"service principal and cloud: Private; activeDirectoryEndpoint in metadata", env.metadata("activeDirectoryEndpoint", foreign),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "cosmosDBResourceURL", resource), false,
+			[]string{"activeDirectoryEndpoint: given in trigger metadata", "client secret"}},
+		{"service principal; cosmosDBResourceURL of Resource Manager in metadata", env.metadata("cosmosDBResourceURL", "https://management.azure.com/"),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()), false,
+			[]string{"cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (management.azure.com)"}},
+		{"service principal; cosmosDBResourceURL of Key Vault in the TriggerAuthentication", env.metadata(),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL(), "cosmosDBResourceURL", "https://vault.azure.net"), false,
+			[]string{"cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"}},
+		{"workload identity; cloud: Private and cosmosDBResourceURL in metadata", env.metadata("cloud", "Private", "cosmosDBResourceURL", resource),
+			map[string]string{"endpoint": foreign}, true, []string{"given in trigger metadata"}},
+		{"workload identity; endpoint, cloud: Private and cosmosDBResourceURL in metadata", env.metadata("endpoint", foreign, "cloud", "Private", "cosmosDBResourceURL", resource),
+			map[string]string{}, true, []string{"endpoint: given in trigger metadata"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := foreignHosts(t)
+			tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
+			config := scalerConfig(tc.metadata, tc.auth)
+			if tc.workload {
+				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
+			}
+			tokensBefore := tokenIssuer.TokenRequests()
+			s, err := scalers.NewAzureCosmosDBScaler(config)
+			if err == nil {
+				_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+				_ = s.Close(context.Background())
+				t.Fatalf("scaler built (poll: %v); foreign host saw %v", pollErr, rec.requests())
+			}
+			assertMentions(t, err, tc.want...)
+			if strings.Contains(err.Error(), canaryKey) || strings.Contains(err.Error(), canarySecret) {
+				t.Fatalf("error quotes a secret: %v", err)
+			}
+			if got := rec.requests(); len(got) != 0 {
+				t.Fatalf("the foreign host saw %v", got)
+			}
+			if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
+				t.Fatalf("%d token requests for a refused trigger", n)
+			}
+		})
+	}
+}
+
+// What the credential's owner directs works: a private cloud given in the
+// TriggerAuthentication, and a key from the workload's own environment
+// directed by the metadata.
+func TestCredentialOwnersDirectPrivateClouds(t *testing.T) {
+	const resource = "https://cosmos.private.example"
+	t.Run("service principal with the private cloud in the TriggerAuthentication", func(t *testing.T) {
+		env := routedEnv(t, "shop.cosmos.private.example", "shop.cosmos.private.example", cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource+"/.default")))
+		pollsSeven(t, env, scalerConfig(env.metadata(), servicePrincipal("endpoint", "https://shop.cosmos.private.example/",
+			"cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", "https://login.private.example/")))
+		grants := tokenIssuer.Grants()
+		if last := grants[len(grants)-1]; last.Host != "login.private.example" || last.Scope != resource+"/.default" {
+			t.Fatalf("grant %+v, want one from login.private.example for %s/.default", last, resource)
+		}
+	})
+	t.Run("workload identity with the private cloud in the TriggerAuthentication", func(t *testing.T) {
+		env := routedEnv(t, "wi.cosmos.private.example", "wi.cosmos.private.example", cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource+"/.default")))
+		tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
+		config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "Private", "cosmosDBResourceURL": resource})
+		config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
+		pollsSeven(t, env, config)
+	})
+	t.Run("key from the workload's environment, private endpoint and cloud in metadata", func(t *testing.T) {
+		env := routedEnv(t, "env.cosmos.private.example", "env.cosmos.private.example")
+		config := scalerConfig(env.metadata("endpoint", "https://env.cosmos.private.example/", "cloud", "Private", "cosmosDBKeyFromEnv", "COSMOS_KEY"), nil)
+		config.ResolvedEnv = map[string]string{"COSMOS_KEY": env.server.Key()}
+		pollsSeven(t, env, config)
 	})
 }

@@ -30,12 +30,16 @@ type CosmosDBAuth struct {
 	TenantID                string         `keda:"name=tenantId,     order=authParams;triggerMetadata, optional"`
 	ClientID                string         `keda:"name=clientId,     order=authParams;triggerMetadata, optional"`
 	ClientSecret            CosmosDBSecret `keda:"name=clientSecret, order=authParams;triggerMetadata, optional"`
-	Cloud                   string         `keda:"name=cloud,                   order=triggerMetadata;authParams, optional"`
-	CosmosDBResourceURL     string         `keda:"name=cosmosDBResourceURL,     order=triggerMetadata;authParams, optional"`
-	ActiveDirectoryEndpoint string         `keda:"name=activeDirectoryEndpoint, order=triggerMetadata;authParams, optional"`
+	Cloud                   string         `keda:"name=cloud,                   order=authParams;triggerMetadata, optional"`
+	CosmosDBResourceURL     string         `keda:"name=cosmosDBResourceURL,     order=authParams;triggerMetadata, optional"`
+	ActiveDirectoryEndpoint string         `keda:"name=activeDirectoryEndpoint, order=authParams;triggerMetadata, optional"`
 
 	// PodIdentity is the TriggerAuthentication's pod identity, not a parameter.
 	PodIdentity v1alpha1.AuthPodIdentity
+	// TriggerAuthentication holds the parameters the TriggerAuthentication
+	// sets (not a parameter): only they may send its credentials outside
+	// the known clouds (azure_cosmosdb_endpoint.go).
+	TriggerAuthentication map[string]bool
 }
 
 // CosmosDBSecret is a credential parameter; it never prints its value.
@@ -114,7 +118,8 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam); err != nil {
+	owned := auth.fromTriggerAuthentication(keyParam) || (key == "" && auth.tokenFromTriggerAuthentication())
+	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam, owned); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -205,7 +210,11 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, "", fmt.Errorf("%w for service-principal authentication", err)
 	}
-	if _, err := cosmosDBHost("activeDirectoryEndpoint", authority); err != nil {
+	authorityHost, err := cosmosDBHost("activeDirectoryEndpoint", authority)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkCosmosDBAuthority(auth, authorityHost); err != nil {
 		return nil, "", err
 	}
 	options := &azidentity.ClientSecretCredentialOptions{

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,7 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 	tests := []struct {
 		name     string
 		auth     CosmosDBAuth
+		metadata []string // the parameters given in trigger metadata; the rest are the TriggerAuthentication's
 		workload bool
 		wantErr  string // "" when allowed
 	}{
@@ -69,7 +71,7 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 		{name: "workload identity token to a foreign host", auth: CosmosDBAuth{Endpoint: "https://other.example/"}, workload: true, wantErr: "endpoint: an account key or token is only sent to hosts under"},
 		// cloud: Private never asks for a token a known cloud's Cosmos DB accepts.
 		{name: "Private token for the public resource", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.azure.com/"),
-			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a known cloud's Cosmos DB resource or account (cosmos.azure.com)"},
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (cosmos.azure.com)"},
 		{name: "Private token for the US Government resource, upper case with a port", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://COSMOS.AZURE.US:443/"),
 			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be"},
 		{name: "Private token for the China resource with a path", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.azure.cn/x"),
@@ -84,6 +86,49 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be"},
 		{name: "Private workload identity token for the US Government resource", auth: private(CosmosDBAuth{Endpoint: privateHost}, "https://cosmos.azure.us"), workload: true,
 			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be"},
+		// With cloud: Private, no token for another service of a known cloud either.
+		{name: "Private token for Resource Manager", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://management.azure.com/"),
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (management.azure.com)"},
+		{name: "Private token for Microsoft Graph", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://graph.microsoft.com"),
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"},
+		{name: "Private token for a key vault", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://shop.vault.azure.net"),
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"},
+		{name: "Private token for a US Government storage account", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://shop.blob.core.usgovcloudapi.net/"),
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"},
+		{name: "Private workload identity token for Resource Manager", auth: private(CosmosDBAuth{Endpoint: privateHost}, "https://management.chinacloudapi.cn"), workload: true,
+			wantErr: "cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"},
+		// A destination in trigger metadata never takes the TriggerAuthentication's credential outside the known clouds.
+		{name: "TriggerAuthentication key, endpoint and cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
+			metadata: []string{"endpoint", "cloud"}, wantErr: "endpoint: given in trigger metadata, it may not send the TriggerAuthentication's account key or token outside the known clouds; move endpoint (and cloud: Private) into the TriggerAuthentication"},
+		{name: "TriggerAuthentication key and endpoint, cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
+			metadata: []string{"cloud"}, wantErr: "cloud: Private given in trigger metadata may not send the TriggerAuthentication's account key or token to the host of endpoint; move cloud into the TriggerAuthentication"},
+		{name: "TriggerAuthentication lease key, leaseEndpoint in metadata",
+			auth:     CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseEndpoint: privateHost, LeaseKey: testCosmosDBLeaseKey, Cloud: "Private"},
+			metadata: []string{"leaseEndpoint"}, wantErr: "leaseEndpoint: given in trigger metadata"},
+		{name: "TriggerAuthentication key, known cloud endpoint in metadata", auth: key("https://shop.documents.azure.com/"), metadata: []string{"endpoint"}},
+		{name: "key from metadata, endpoint and cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
+			metadata: []string{"endpoint", "cloud", "cosmosDBKey"}},
+		{name: "TriggerAuthentication service principal, activeDirectoryEndpoint in metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"activeDirectoryEndpoint"},
+			wantErr: "activeDirectoryEndpoint: given in trigger metadata, it may not send the TriggerAuthentication's client secret outside the known clouds"},
+		{name: "TriggerAuthentication service principal, a known authority in metadata",
+			auth: func() CosmosDBAuth {
+				a := private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example")
+				a.ActiveDirectoryEndpoint = "https://login.microsoftonline.us/"
+				return a
+			}(), metadata: []string{"activeDirectoryEndpoint"}},
+		{name: "TriggerAuthentication service principal, cosmosDBResourceURL in metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"cosmosDBResourceURL"},
+			wantErr: "cosmosDBResourceURL: given in trigger metadata, it may not send the TriggerAuthentication's token outside the known clouds"},
+		{name: "TriggerAuthentication service principal, cloud: Private in metadata, known account",
+			auth: private(sp(CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/"}), "https://cosmos.private.example"), metadata: []string{"cloud"},
+			wantErr: "cloud: Private given in trigger metadata may not send the TriggerAuthentication's token to the host of cosmosDBResourceURL"},
+		{name: "client secret in metadata, private cloud in metadata",
+			auth:     private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"),
+			metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint", "tenantId", "clientId", "clientSecret"}},
+		{name: "workload identity, cloud: Private and cosmosDBResourceURL in metadata", auth: private(CosmosDBAuth{Endpoint: privateHost}, "https://cosmos.private.example"), workload: true,
+			metadata: []string{"cloud", "cosmosDBResourceURL"}, wantErr: "given in trigger metadata"},
+		{name: "workload identity, private cloud in the TriggerAuthentication", auth: private(CosmosDBAuth{Endpoint: privateHost}, "https://cosmos.private.example"), workload: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +139,7 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 				tt.auth.PodIdentity = v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
 			}
 			tr := &testCosmosDBTransport{}
-			_, _, err := ResolveCosmosDBConnections(tt.auth, tr, logr.Discard())
+			_, _, err := ResolveCosmosDBConnections(givenIn(tt.auth, tt.metadata...), tr, logr.Discard())
 			assert.Empty(t, tr.find(func(testCosmosDBRecord) bool { return true }), "resolving sent requests")
 			if tt.wantErr == "" {
 				require.NoError(t, err)
@@ -107,4 +152,17 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// givenIn marks every parameter a sets as the TriggerAuthentication's, but
+// those named, which the trigger metadata gives.
+func givenIn(a CosmosDBAuth, metadata ...string) CosmosDBAuth {
+	a.TriggerAuthentication = map[string]bool{}
+	for name, value := range map[string]string{"connection": string(a.Connection), "leaseConnection": string(a.LeaseConnection),
+		"endpoint": a.Endpoint, "leaseEndpoint": a.LeaseEndpoint, "cosmosDBKey": string(a.Key), "leaseCosmosDBKey": string(a.LeaseKey),
+		"tenantId": a.TenantID, "clientId": a.ClientID, "clientSecret": string(a.ClientSecret),
+		"cloud": a.Cloud, "cosmosDBResourceURL": a.CosmosDBResourceURL, "activeDirectoryEndpoint": a.ActiveDirectoryEndpoint} {
+		a.TriggerAuthentication[name] = value != "" && !slices.Contains(metadata, name)
+	}
+	return a
 }

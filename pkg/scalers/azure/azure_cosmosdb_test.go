@@ -405,7 +405,7 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 				auth.TenantID, auth.ClientID, auth.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
 			}
 			tr := &testCosmosDBTransport{service: &testCosmosDBService{}}
-			data, lease, err := ResolveCosmosDBConnections(auth, tr, logr.Discard())
+			data, lease, err := ResolveCosmosDBConnections(givenIn(auth), tr, logr.Discard())
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)

@@ -233,12 +233,13 @@ func TestChartOptions(t *testing.T) {
 	}
 	r := template(t, "tls.enabled=true", "tls.existingSecret=scaler-tls", "credentials.existingSecret=cosmos-credentials",
 		"metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prometheus", "metrics.prometheusRule.enabled=true",
-		"replicaCount=3", "image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+		"replicaCount=3", "image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		`config.allowedEndpoints=gw.internal\,*.gw.internal`)
 	var d appsv1.Deployment
 	r.one(t, "Deployment", &d)
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
-	for _, want := range []string{"--tls-cert=/tls/tls.crt", "--tls-key=/tls/tls.key", "--tls-client-ca=/tls/ca.crt"} {
+	for _, want := range []string{"--tls-cert=/tls/tls.crt", "--tls-key=/tls/tls.key", "--tls-client-ca=/tls/ca.crt", "--allowed-endpoints=gw.internal,*.gw.internal"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
 		}
