@@ -15,10 +15,12 @@ import (
 // What tune makes of its samples: per lease, how far its checkpoint (the
 // LSN of the last change processed) and its partition's latest LSN
 // (checkpoint + lag: the lag is counted in the same LSN units) moved
-// between its first and last sample; per owner (replica) the sums over the
-// leases it holds; the per-replica drain rate over the replicas that were
-// busy, and the threshold it gives for the budget. Data that cannot
-// support a recommendation gives reasons instead.
+// between its first and last sample, and how long its lag takes to drain;
+// per owner (replica) the sums over the leases it holds and its slowest
+// lease's time to drain; the per-replica drain rate over the replicas that
+// were busy (they had more work than they did), or else a lower bound, and
+// the threshold it gives for the budget. Data that cannot support a
+// recommendation gives reasons instead, and no time to drain.
 
 // tuneSample is one poll of the leases: the scaler's estimate and when the
 // poll began.
