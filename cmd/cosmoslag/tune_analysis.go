@@ -219,7 +219,7 @@ func analyzeTune(samples []tuneSample, in tuneInput) tuneAnalysis {
 	}
 	counted, lowerBound := countedOwners(a.PerOwner)
 	if drained && len(counted) == 0 && len(a.Reasons) == 0 {
-		a.Reasons = append(a.Reasons, "no replica's drain can be attributed: the checkpoints that moved were on leases that changed owner or have none")
+		a.Reasons = append(a.Reasons, "no replica's drain can be attributed: the checkpoints that moved were on leases that changed owner, have none, or are not measured")
 	}
 	if len(a.Reasons) > 0 {
 		a.withholdDrainTimes()
