@@ -61,7 +61,9 @@ to the last, per lease, per owner (replica) and in total:
   write rate  how far the partitions' latest LSNs moved per second, read
               as checkpoint + lag (an approximation: see docs/tuning.md)
   lag         at the last sample, and the time to drain it at the current
-              replica count: lag / (drain rate - write rate)
+              replica count: per lease, lag / (drain rate - write rate) for a
+              backlog (never when the writes arrive as fast or faster); an
+              owner's is its slowest lease's, the total the slowest owner's
 
 and recommends
 
@@ -72,12 +74,17 @@ the arithmetic, and the replicas KEDA and the HPA would choose with it (and
 with the current threshold) for the last sample's lag, bounded by the
 ScaledObject's minReplicaCount and maxReplicaCount.
 
-The per-replica rate is the mean over the busy replicas (their leases had
-lag at every sample): what a replica can do. Replicas that drained nothing
-are idle (no lag) or stuck (lag pending), not slow, and are not counted.
-When no replica was busy throughout, those that caught up are counted and
-the threshold is a lower bound (said so). A lease that changed owner is in
-the totals, but the replicas that held it are not counted.
+The per-replica rate is the mean over the busy replicas (at every sample
+their leases' lag was no less than what they drained by the next): what a
+replica can do. A processor that keeps up, its lag only what arrived since
+its last checkpoint, is not busy. Replicas that drained nothing are idle
+(no lag) or stuck (lag pending), not slow, and are not counted. When no
+replica was busy, those that caught up are counted and the rate and the
+threshold are lower bounds (marked ≥, and said so). A lease that changed
+owner is in the totals, but the replicas that held it are not counted. The
+replicas that keep up with the writes are never more than the partitions
+with writes; when a partition takes more writes than a replica drains, no
+count keeps up, and tune says so.
 
 No recommendation is made (exit status 3, the reasons in the text and in
 JSON's reason and reasons) when the data cannot support one: fewer than 3
