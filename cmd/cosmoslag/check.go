@@ -13,6 +13,7 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -63,7 +64,8 @@ replaced it); when a lease's range merged or split, a RANGE column says
 which and names the ranges that hold it now ("merged into 6", "split into
 4, 5", "part of merged range 6" for an EPK lease over part of a range).
 Then the totals, the metric, whether the trigger is active, and the replicas
-KEDA and the HPA would choose from --current-replicas, bounded by the
+KEDA and the HPA would choose from --current-replicas (taken as
+minReplicaCount when below it: KEDA never runs fewer), bounded by the
 ScaledObject's minReplicaCount and maxReplicaCount. A scale down is held
 by the HPA's scale-down stabilization window (the ScaledObject's
 advanced.horizontalPodAutoscalerConfig.behavior, 300s by default), taking
@@ -86,7 +88,11 @@ The scaler's warnings (unknown keys, secrets in plain metadata) are shown,
 and a warning when no lease, or not every lease, of the processor is
 counted (never checkpointed: no continuation) while the ScaledObject can
 scale to zero (minReplicaCount 0 or unset): changes on those partitions
-would not wake the processor from zero. To check manifests offline,
+would not wake the processor from zero. When no document of the processor
+is found at all (a misspelt processorName, or a processor that has not
+started), the warning says so instead and names the processor names the
+lease container's ids start with (one more paged read of its ids, at most
+10,000, counted in the Cost line; JSON: noLeaseMatch). To check manifests offline,
 without an estimate, run cosmoslag validate.
 
 Leases whose range merged or split are labelled from the monitored
@@ -281,7 +287,10 @@ func reportFailure(command string, stdout, stderr io.Writer, output string, doc 
 // current replicas.
 func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
 	report.fill(estimate, checkNow())
-	if w := wakeFromZeroWarning(setup, report); w != "" {
+	cost := azure.CosmosDBCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
+	noMatch := reportNoLeaseMatch(ctx, scaler, setup.secrets, &report.triggerReport, estimate, timeout, &cost)
+	report.Requests, report.RequestCharge = cost.Requests, cost.RequestCharge
+	if w := wakeFromZeroWarning(setup, report); w != "" && !noMatch {
 		report.Warnings = append(report.Warnings, w)
 	}
 	if w := partlyCheckpointedWarning(setup, report, report.NeverCheckpointed, report.NotDecodable); w != "" {
