@@ -253,11 +253,25 @@ func newCheckScaler(ctx context.Context, setup *triggerSetup, report *triggerRep
 	return scaler, nil
 }
 
-// estimateOnce runs one estimate, as KEDA's poll does, within timeout.
+// estimateOnce runs one estimate, as KEDA's poll does, within timeout. A
+// server certificate that is refused ends it at once (see
+// certificateGuard), and the error says how to fix it.
 func estimateOnce(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, timeout time.Duration) (scalers.AzureCosmosDBEstimate, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return scaler.Estimate(ctx)
+	ctx, guard, release := guardCertificates(ctx)
+	defer release()
+	e, err := scaler.Estimate(ctx)
+	if certErr := guard.failed(); err != nil && certErr != nil {
+		// The client may report the context the guard ended instead of
+		// its cause.
+		msg := strings.TrimSuffix(err.Error(), ": "+context.Canceled.Error())
+		if !strings.Contains(msg, certErr.Error()) {
+			msg += ": " + certErr.Error()
+		}
+		return e, fmt.Errorf("%s; %s", msg, certificateHint(certErr))
+	}
+	return e, err
 }
 
 // reportEstimateFailure prints a failed estimate (msg, redacted): the JSON
