@@ -104,6 +104,9 @@ or not decodable) are those the estimate skipped.
 
 Each Cosmos DB request try is bounded as in KEDA's operator: by
 KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
+A server certificate that is refused ends the estimate at the first try
+(a retry would meet the same certificate), and the error says how to
+trust it: for cosmoslag serve, its --ca-file, named by SSL_CERT_FILE.
 
 Exit status: 0 estimate done, 1 estimate failed (the error is printed with
 secrets redacted), 2 invalid flags, files or trigger configuration.
