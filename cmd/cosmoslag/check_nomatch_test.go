@@ -119,3 +119,45 @@ func TestTuneStopsWhenNoLeaseMatches(t *testing.T) {
 	}
 	t.Log("\n" + stdout)
 }
+
+// Leases that name another account host (the processor reached the
+// account by another name) match no lease of the scaler's account: the
+// prefix shown keeps that host, so the right processor name with a
+// foreign host is visible.
+func TestCheckNoLeaseMatchShowsAForeignAccountHost(t *testing.T) {
+	srv, _, proc := newShopAccount(t, 1, "dotnet-v0")
+	proc.AccountHost = "orders-westeurope.documents.azure.com"
+	if _, err := proc.CreateLeases(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("connectionString", srv.ConnectionString())
+	dir := t.TempDir()
+	_, stdout, _ := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", scaledObjectYAML), "--auth", writeFile(t, dir, "ta.yaml", triggerAuthYAML), "-o", "json")
+	var r checkReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.NoLeaseMatch
+	if m == nil || m.Documents != 3 || m.WithProcessorName != 0 || len(m.OtherPrefixes) != 1 ||
+		m.OtherPrefixes[0] != (leasePrefix{"order-projectororders-westeurope.documents.azure.com", 3}) {
+		t.Errorf("noLeaseMatch: %+v\n%s", m, stdout)
+	}
+}
+
+// The processor's leases on another monitored container: the documents
+// start with the processor name but none is a lease for this container.
+func TestCheckNoLeaseMatchNamesLeasesOfAnotherContainer(t *testing.T) {
+	srv, data, proc := newShopAccount(t, 1, "dotnet-v0")
+	payments := data.Database().CreateContainer("payments", "/pk", 2)
+	if _, err := leasetest.NewWriter("order-projector", payments, proc.Leases, "dotnet-v0").CreateLeases(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("connectionString", srv.ConnectionString())
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", scaledObjectYAML), "--auth", writeFile(t, dir, "ta.yaml", triggerAuthYAML))
+	want := `WARNING  no lease document matches processorName "order-projector": lease container shop/leases holds 4 document(s), none a lease of this processor for shop/orders; ` +
+		`4 start with "order-projector" and name another container or account (or are its .info and .lock documents); check processorName`
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+}
