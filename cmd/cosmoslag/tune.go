@@ -91,6 +91,10 @@ JSON's reason and reasons) when the data cannot support one: fewer than 3
 samples, no checkpoint moved in the window, a split or merge in the window
 (leases appear or disappear, a stale parent, an estimate that met a split),
 a checkpoint that moved back, or no replica whose drain can be attributed.
+When the first sample finds no document of the processor at all (a
+misspelt processorName, or a processor that has not started), tune stops
+there, exit status 3, naming the processor names the lease container's ids
+start with (JSON: noLeaseMatch).
 
 Measure under real load, with a backlog (at a peak, or after a pause), and
 run tune again after every change to the processor's code or dependencies
@@ -162,6 +166,9 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	samples, err := takeSamples(ctx, scaler, clock, &o, report, progress)
 	if err != nil {
 		return reportTuneFailure(stdout, stderr, o.output, report, setup.secrets.Redact(err.Error()))
+	}
+	if report.NoLeaseMatch != nil {
+		return writeTuneNoLeaseMatch(stdout, stderr, o.output, report)
 	}
 	current := -1
 	if o.given["current-replicas"] {
@@ -286,6 +293,9 @@ func takeSamples(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, clock
 		samples = append(samples, tuneSample{at: at, estimate: e})
 		if tuneSampled != nil {
 			tuneSampled(k)
+		}
+		if k == 0 && stopWithoutLeases(ctx, scaler, o, report, e) {
+			return samples, nil
 		}
 		printTuneProgress(progress, samples, k, n)
 	}
