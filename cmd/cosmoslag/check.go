@@ -13,7 +13,6 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -304,7 +303,7 @@ func reportFailure(command string, stdout, stderr io.Writer, output string, doc 
 // current replicas.
 func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
 	report.fill(estimate, checkNow())
-	cost := azure.CosmosDBCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
+	cost := requestCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
 	noMatch := reportNoLeaseMatch(ctx, scaler, setup.secrets, &report.triggerReport, estimate, timeout, &cost)
 	report.Requests, report.RequestCharge = cost.Requests, cost.RequestCharge
 	if w := wakeFromZeroWarning(setup, report); w != "" && !noMatch {

@@ -51,14 +51,24 @@ spec:
     - {parameter: tenantId, name: cosmos-sp, key: tenantId}
     - {parameter: clientId, name: cosmos-sp, key: clientId}
     - {parameter: clientSecret, name: cosmos-sp, key: clientSecret}
+    - {parameter: cloud, name: cosmos-cloud, key: cloud}
+    - {parameter: cosmosDBResourceURL, name: cosmos-cloud, key: cosmosDBResourceURL}
+    - {parameter: activeDirectoryEndpoint, name: cosmos-cloud, key: activeDirectoryEndpoint}
 `
 )
+
+// privateCloudEnv gives the private cloud's parameters, which the
+// TriggerAuthentication holds with its credential (the endpoint rule).
+func privateCloudEnv(t *testing.T) {
+	t.Setenv("cloud", "Private")
+	t.Setenv("cosmosDBResourceURL", bearerResource)
+	t.Setenv("activeDirectoryEndpoint", tokenIssuer.URL())
+}
 
 // bearerScaledObject is the test ScaledObject for srv, an account of a
 // private cloud that takes only Entra ID tokens for bearerResource.
 func bearerScaledObject(srv *cosmostest.Server) string {
-	metadata := fmt.Sprintf("endpoint: %s\n        cloud: Private\n        cosmosDBResourceURL: %s\n        activeDirectoryEndpoint: %s\n        changeFeedLagThreshold:",
-		srv.URL(), bearerResource, tokenIssuer.URL())
+	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", srv.URL())
 	return strings.Replace(scaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
 }
 
@@ -107,12 +117,16 @@ metadata:
 spec:
   podIdentity:
     provider: azure-workload
+  secretTargetRef:
+    - {parameter: cloud, name: cosmos-cloud, key: cloud}
+    - {parameter: cosmosDBResourceURL, name: cosmos-cloud, key: cosmosDBResourceURL}
 `, nil, "assertion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
+			privateCloudEnv(t)
 			if tc.grant == "assertion" {
 				tokenIssuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
 			}
@@ -177,6 +191,7 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	for k, v := range map[string]string{"tenantId": "shop-tenant", "clientId": "order-scaler", "clientSecret": clientSecret} {
 		t.Setenv(k, v)
 	}
+	privateCloudEnv(t)
 	dir := t.TempDir()
 	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(srv)), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
 	var r checkReport

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
 // noLeaseMatch is what check and tune report when the estimate found no
@@ -54,13 +53,13 @@ func foundNoLeaseDocument(e scalers.AzureCosmosDBEstimate) bool {
 // readNoLeaseMatch reads what the lease container holds (within timeout),
 // for an estimate that found no document of the processor; the read's cost
 // is added to cost. A failed read is reported in the result, redacted.
-func readNoLeaseMatch(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, secrets *redact.Secrets, timeout time.Duration, cost *azure.CosmosDBCost) *noLeaseMatch {
+func readNoLeaseMatch(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, secrets *redact.Secrets, timeout time.Duration, cost *requestCost) *noLeaseMatch {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	processor := scaler.Trigger.Processor
-	found, readCost, err := scaler.ReadLeasePrefixes(ctx)
-	cost.Requests += readCost.Requests
-	cost.RequestCharge += readCost.RequestCharge
+	found, requests, charge, err := scaler.ReadLeasePrefixes(ctx)
+	cost.Requests += requests
+	cost.RequestCharge += charge
 	m := &noLeaseMatch{Processor: processor, OtherPrefixes: []leasePrefix{}}
 	if err != nil {
 		m.Error = secrets.Redact(err.Error())
@@ -117,7 +116,7 @@ func (m *noLeaseMatch) warning(r *triggerReport) string {
 // estimate found no document of the processor, and records it in the
 // report with its warning; it reports whether it did.
 func reportNoLeaseMatch(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, secrets *redact.Secrets, r *triggerReport, e scalers.AzureCosmosDBEstimate,
-	timeout time.Duration, cost *azure.CosmosDBCost) bool {
+	timeout time.Duration, cost *requestCost) bool {
 	if !foundNoLeaseDocument(e) {
 		return false
 	}
@@ -136,7 +135,7 @@ func writeNoLeaseMatchLine(b io.StringWriter, r *triggerReport) {
 // document of the processor, what the lease container holds is recorded
 // in the report and the sampling stops.
 func stopWithoutLeases(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, o *tuneOptions, r *tuneReport, e scalers.AzureCosmosDBEstimate) bool {
-	cost := azure.CosmosDBCost{Requests: r.Requests, RequestCharge: r.RequestCharge}
+	cost := requestCost{Requests: r.Requests, RequestCharge: r.RequestCharge}
 	if !reportNoLeaseMatch(ctx, scaler, r.secrets, &r.triggerReport, e, o.timeout, &cost) {
 		return false
 	}
@@ -164,4 +163,10 @@ func writeTuneNoLeaseMatch(stdout, stderr io.Writer, output string, r *tuneRepor
 		fmt.Fprintf(stderr, "cosmoslag tune: no recommendation: %s\n", r.Reason)
 	}
 	return code
+}
+
+// requestCost is what requests cost: tries sent, and request units charged.
+type requestCost struct {
+	Requests      int64
+	RequestCharge float64
 }

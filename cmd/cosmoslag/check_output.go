@@ -102,7 +102,7 @@ type leaseRow struct {
 }
 
 func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
-	res, s := e.CosmosDBLagEstimate, e.CosmosDBLagSummary
+	res, s := e, e.CosmosDBLagSummary
 	r.checkEstimate = &checkEstimate{}
 	r.Leases = make([]leaseRow, 0, len(res.Leases))
 	for _, l := range res.Leases {

@@ -21,9 +21,9 @@ import (
 // read is a note on notes).
 func labelRanges(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, r *checkReport, e *scalers.AzureCosmosDBEstimate, notes func(string)) {
 	live := e.LiveRanges
-	if live == nil && slices.ContainsFunc(e.Leases, func(l azure.CosmosDBLeaseLag) bool { return l.StaleParent }) {
-		ranges, cost, err := scaler.ReadLiveRanges(ctx)
-		r.Requests, r.RequestCharge = r.Requests+cost.Requests, r.RequestCharge+cost.RequestCharge
+	if live == nil && slices.ContainsFunc(e.Leases, func(l azure.CosmosDBInspectedLease) bool { return l.StaleParent }) {
+		ranges, requests, charge, err := scaler.ReadLiveRanges(ctx)
+		r.Requests, r.RequestCharge = r.Requests+requests, r.RequestCharge+charge
 		if err != nil {
 			notes(fmt.Sprintf("leases whose range merged or split are not labelled: %v", err))
 			return

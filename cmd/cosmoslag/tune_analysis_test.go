@@ -18,15 +18,16 @@ import (
 
 // The analysis of samples made by hand, 10 s apart, threshold 100.
 
-func lagAt(token, owner string, checkpoint, lag int64) azure.CosmosDBLeaseLag {
-	return azure.CosmosDBLeaseLag{CosmosDBLease: azure.CosmosDBLease{Token: token, Owner: owner, Continuation: strconv.Quote(strconv.FormatInt(checkpoint, 10))}, Lag: lag}
+func lagAt(token, owner string, checkpoint, lag int64) azure.CosmosDBInspectedLease {
+	return azure.CosmosDBInspectedLease{Owner: owner, CosmosDBLeaseLag: azure.CosmosDBLeaseLag{
+		CosmosDBLease: azure.CosmosDBLease{Token: token, Continuation: strconv.Quote(strconv.FormatInt(checkpoint, 10))}, Lag: lag}}
 }
 
-func handSamples(polls ...[]azure.CosmosDBLeaseLag) []tuneSample {
+func handSamples(polls ...[]azure.CosmosDBInspectedLease) []tuneSample {
 	start := time.Unix(1_700_000_000, 0)
 	var out []tuneSample
 	for i, leases := range polls {
-		e := scalers.AzureCosmosDBEstimate{CosmosDBLagEstimate: azure.CosmosDBLagEstimate{Leases: leases}, Threshold: 100}
+		e := scalers.AzureCosmosDBEstimate{CosmosDBInspection: azure.CosmosDBInspection{Leases: leases}, Threshold: 100}
 		e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
 		out = append(out, tuneSample{at: start.Add(time.Duration(i) * 10 * time.Second), estimate: e})
 	}
@@ -51,9 +52,9 @@ func ownerByName(t *testing.T, a tuneAnalysis, name string) tuneOwner {
 // both owners are left out, the others give the per-replica rate.
 func TestTuneAnalysisLeaseThatChangedOwner(t *testing.T) {
 	a := analyzeTune(handSamples(
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 100, 500), lagAt("1", "b", 100, 500), lagAt("2", "c", 0, 500)},
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 250, 400), lagAt("1", "b", 200, 400), lagAt("2", "a", 100, 400)},
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 400, 300), lagAt("1", "b", 300, 300), lagAt("2", "a", 200, 300)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 100, 500), lagAt("1", "b", 100, 500), lagAt("2", "c", 0, 500)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 250, 400), lagAt("1", "b", 200, 400), lagAt("2", "a", 100, 400)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 400, 300), lagAt("1", "b", 300, 300), lagAt("2", "a", 200, 300)},
 	), handInput)
 	if len(a.Reasons) > 0 || a.Recommendation == nil {
 		t.Fatalf("reasons %q", a.Reasons)
@@ -88,9 +89,9 @@ func TestTuneAnalysisLeaseThatChangedOwner(t *testing.T) {
 // is idle, not slow; one that drains nothing while lag waits is stuck.
 func TestTuneAnalysisCaughtUpIdleAndStuck(t *testing.T) {
 	a := analyzeTune(handSamples(
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 100, 50), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 70)},
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 150, 0), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 90)},
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 160, 10), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 120)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 100, 50), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 70)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 150, 0), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 90)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 160, 10), lagAt("1", "b", 100, 0), lagAt("2", "c", 100, 120)},
 	), tuneInput{budget: 30 * time.Second, current: 5, hpa: handInput.hpa})
 	if len(a.Reasons) > 0 || a.Recommendation == nil {
 		t.Fatalf("reasons %q", a.Reasons)
@@ -112,19 +113,19 @@ func TestTuneAnalysisCaughtUpIdleAndStuck(t *testing.T) {
 func TestTuneAnalysisRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		polls [][]azure.CosmosDBLeaseLag
+		polls [][]azure.CosmosDBInspectedLease
 		want  string
 	}{
-		{"two samples", [][]azure.CosmosDBLeaseLag{
+		{"two samples", [][]azure.CosmosDBInspectedLease{
 			{lagAt("0", "a", 100, 50)}, {lagAt("0", "a", 200, 50)},
 		}, "too few samples: 2, at least 3 are needed"},
-		{"checkpoint moved back", [][]azure.CosmosDBLeaseLag{
+		{"checkpoint moved back", [][]azure.CosmosDBInspectedLease{
 			{lagAt("0", "a", 100, 50), lagAt("1", "b", 100, 50)}, {lagAt("0", "a", 200, 50), lagAt("1", "b", 200, 50)}, {lagAt("0", "a", 300, 50), lagAt("1", "b", 0, 50)},
 		}, "lease 1's checkpoint moved back between +10s and +20s (200 → 0)"},
-		{"only moved leases drained", [][]azure.CosmosDBLeaseLag{
+		{"only moved leases drained", [][]azure.CosmosDBInspectedLease{
 			{lagAt("0", "a", 100, 50)}, {lagAt("0", "b", 200, 50)}, {lagAt("0", "b", 300, 50)},
 		}, "no replica's drain can be attributed"},
-		{"idle", [][]azure.CosmosDBLeaseLag{
+		{"idle", [][]azure.CosmosDBInspectedLease{
 			{lagAt("0", "a", 100, 0)}, {lagAt("0", "a", 100, 0)}, {lagAt("0", "a", 100, 0)},
 		}, "no checkpoint moved in the 20s measured and no change was pending: the processor was idle"},
 	} {
@@ -138,7 +139,7 @@ func TestTuneAnalysisRefusals(t *testing.T) {
 // A rate too low for the useful budget still recommends 1, and says so.
 func TestTuneAnalysisThresholdAtLeastOne(t *testing.T) {
 	a := analyzeTune(handSamples(
-		[]azure.CosmosDBLeaseLag{lagAt("0", "a", 100, 50)}, []azure.CosmosDBLeaseLag{lagAt("0", "a", 100, 50)}, []azure.CosmosDBLeaseLag{lagAt("0", "a", 101, 50)},
+		[]azure.CosmosDBInspectedLease{lagAt("0", "a", 100, 50)}, []azure.CosmosDBInspectedLease{lagAt("0", "a", 100, 50)}, []azure.CosmosDBInspectedLease{lagAt("0", "a", 101, 50)},
 	), tuneInput{budget: 2 * time.Second, startup: time.Second, current: -1, hpa: handInput.hpa})
 	if r := a.Recommendation; r == nil || r.Threshold != 1 || !strings.HasSuffix(r.Arithmetic, "= floor(0.05 × 1) = 0, raised to 1, the least threshold") {
 		t.Errorf("recommendation %+v, reasons %q", r, a.Reasons)
@@ -149,9 +150,9 @@ func TestTuneAnalysisThresholdAtLeastOne(t *testing.T) {
 // a note says how many keep up: two replicas holding two leases each, every
 // partition written 8/s, a replica draining 10/s.
 func TestTuneAnalysisKeepUpNote(t *testing.T) {
-	var polls [][]azure.CosmosDBLeaseLag
+	var polls [][]azure.CosmosDBInspectedLease
 	for i := range int64(3) {
-		polls = append(polls, []azure.CosmosDBLeaseLag{
+		polls = append(polls, []azure.CosmosDBInspectedLease{
 			lagAt("0", "a", 50*i, 60+30*i), lagAt("1", "a", 50*i, 60+30*i), lagAt("2", "b", 50*i, 60+30*i), lagAt("3", "b", 50*i, 60+30*i),
 		})
 	}

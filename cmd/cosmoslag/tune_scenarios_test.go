@@ -10,7 +10,7 @@ import (
 // Hand-made samples, 10 s apart, of the situations issue Z names: what tune
 // concludes from each, and what its text says.
 
-type polled = azure.CosmosDBLeaseLag // one lease in one sample
+type polled = azure.CosmosDBInspectedLease // one lease in one sample
 
 // scenarioKeepingUp: no backlog, 10 writes/s per partition, replicas that
 // could do more, a checkpoint every second: each sample shows the little

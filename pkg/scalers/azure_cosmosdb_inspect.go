@@ -18,6 +18,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
 // AzureCosmosDBTrigger is an azure-cosmosdb scaler's configuration as the
@@ -29,13 +30,16 @@ type AzureCosmosDBTrigger struct {
 	Threshold, Activation int64 // changeFeedLagThreshold, activationChangeFeedLagThreshold
 }
 
-// AzureCosmosDBEstimate is one estimate as the scaler's estimator made it:
-// the per-lease estimate, the summary the scaler returns to KEDA for it, the
-// thresholds it applied and how long it took. LiveRanges are the monitored
-// container's live partition key ranges when the estimator holds them (it
-// reads them for EPK leases), else nil: see ReadLiveRanges.
+// AzureCosmosDBEstimate is one estimate as the commands show it: the
+// per-lease estimate with what the recorder saw of each lease, the summary
+// the scaler returns to KEDA for it, the thresholds it applied and how long
+// it took. LiveRanges are the monitored container's live partition key
+// ranges when the estimator holds them (it reads them for EPK leases), else
+// nil: see ReadLiveRanges.
 type AzureCosmosDBEstimate struct {
-	azure.CosmosDBLagEstimate
+	azure.CosmosDBInspection
+	StaleParents int
+	SplitRetried bool
 	azure.CosmosDBLagSummary
 	LiveRanges            []azure.CosmosDBPartitionKeyRange
 	Threshold, Activation int64
@@ -43,24 +47,24 @@ type AzureCosmosDBEstimate struct {
 }
 
 // AzureCosmosDBScaler is the azure-cosmosdb scaler as the commands hold it:
-// KEDA's Scaler, its configuration, and Estimate.
+// KEDA's Scaler, its configuration, Estimate, and the recorder its requests
+// go through.
 type AzureCosmosDBScaler struct {
 	*azureCosmosDBScaler
-	Trigger AzureCosmosDBTrigger
+	Trigger  AzureCosmosDBTrigger
+	recorder *azure.CosmosDBRecorder
 }
 
-// NewInspectedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler does.
+// NewInspectedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler
+// does, on KEDA's HTTP client behind a recorder.
 func NewInspectedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (*AzureCosmosDBScaler, error) {
-	s, err := NewAzureCosmosDBScaler(config)
+	recorder := &azure.CosmosDBRecorder{Next: kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)}
+	cosmos, err := newAzureCosmosDBScaler(config, recorder)
 	if err != nil {
 		return nil, err
 	}
-	cosmos, ok := s.(*azureCosmosDBScaler)
-	if !ok {
-		return nil, fmt.Errorf("azure-cosmosdb: unexpected scaler type %T", s)
-	}
 	m := cosmos.metadata
-	return &AzureCosmosDBScaler{azureCosmosDBScaler: cosmos, Trigger: AzureCosmosDBTrigger{MetricName: cosmos.metricName(),
+	return &AzureCosmosDBScaler{azureCosmosDBScaler: cosmos, recorder: recorder, Trigger: AzureCosmosDBTrigger{MetricName: cosmos.metricName(),
 		Processor: m.ProcessorName, Threshold: m.ChangeFeedLagThreshold, Activation: m.ActivationChangeFeedLagThreshold}}, nil
 }
 
@@ -71,23 +75,38 @@ func NewInspectedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (*Azure
 func (s *AzureCosmosDBScaler) Estimate(ctx context.Context) (AzureCosmosDBEstimate, error) {
 	start := time.Now()
 	e := AzureCosmosDBEstimate{Threshold: s.Trigger.Threshold, Activation: s.Trigger.Activation}
-	var err error
-	e.CosmosDBLagEstimate, err = s.estimator.Estimate(ctx)
-	e.LiveRanges = s.estimator.HeldRanges()
+	s.recorder.Take() // what earlier reads cost is theirs
+	estimate, err := s.estimator.Estimate(ctx)
 	e.Duration = time.Since(start)
+	e.CosmosDBInspection = s.recorder.Inspect(s.estimator, estimate)
+	e.LiveRanges = s.estimator.HeldRanges()
 	if err != nil {
 		return e, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.Trigger.Processor, err)
 	}
-	e.CosmosDBLagSummary = e.Summarize(e.Threshold, e.Activation)
-	s.logEstimate(e.CosmosDBLagEstimate, e.CosmosDBLagSummary, e.Duration)
+	e.StaleParents, e.SplitRetried = estimate.StaleParents, estimate.SplitRetried
+	e.CosmosDBLagSummary = estimate.Summarize(e.Threshold, e.Activation)
+	s.logEstimate(estimate, e.CosmosDBLagSummary, e.Duration)
 	return e, nil
+}
+
+// Summarize is the scaler's arithmetic over this estimate with other thresholds.
+func (e AzureCosmosDBEstimate) Summarize(threshold, activation int64) azure.CosmosDBLagSummary {
+	estimate := azure.CosmosDBLagEstimate{StaleParents: e.StaleParents, SplitRetried: e.SplitRetried}
+	for _, l := range e.Leases {
+		estimate.Leases = append(estimate.Leases, l.CosmosDBLeaseLag)
+	}
+	return estimate.Summarize(threshold, activation)
 }
 
 // ReadLiveRanges reads the monitored container's live partition key ranges
 // with the scaler's client, for what an estimate does not hold (a range-id
-// lease whose range split or merged); cost is what the read cost.
-func (s *AzureCosmosDBScaler) ReadLiveRanges(ctx context.Context) (ranges []azure.CosmosDBPartitionKeyRange, cost azure.CosmosDBCost, err error) {
-	return s.estimator.ReadRanges(ctx)
+// lease whose range split or merged); requests and requestCharge are what
+// the read cost.
+func (s *AzureCosmosDBScaler) ReadLiveRanges(ctx context.Context) (ranges []azure.CosmosDBPartitionKeyRange, requests int64, requestCharge float64, err error) {
+	s.recorder.Take()
+	ranges, err = s.estimator.ReadRanges(ctx)
+	requests, requestCharge = s.recorder.Take()
+	return ranges, requests, requestCharge, err
 }
 
 // AzureCosmosDBParameter is one trigger parameter, read from the scaler's
@@ -174,7 +193,10 @@ func AzureCosmosDBWarnings(triggerMetadata map[string]string, ignore ...string) 
 
 // ReadLeasePrefixes reads the ids of the lease container with the scaler's
 // lease client and counts them by processor name prefix (see
-// azure.CosmosDBLagEstimator.ReadLeasePrefixes); cost is what the read cost.
-func (s *AzureCosmosDBScaler) ReadLeasePrefixes(ctx context.Context) (azure.CosmosDBLeasePrefixes, azure.CosmosDBCost, error) {
-	return s.estimator.ReadLeasePrefixes(ctx)
+// azure.CosmosDBLagEstimator.ReadLeasePrefixes); requests and requestCharge are what the read cost.
+func (s *AzureCosmosDBScaler) ReadLeasePrefixes(ctx context.Context) (prefixes azure.CosmosDBLeasePrefixes, requests int64, requestCharge float64, err error) {
+	s.recorder.Take()
+	prefixes, err = s.estimator.ReadLeasePrefixes(ctx)
+	requests, requestCharge = s.recorder.Take()
+	return prefixes, requests, requestCharge, err
 }

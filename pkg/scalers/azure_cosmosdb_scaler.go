@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/go-logr/logr"
 	v2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +38,7 @@ type azureCosmosDBMetadata struct {
 	ContainerID                      string `keda:"name=containerId,                      order=triggerMetadata"`
 	LeaseDatabaseID                  string `keda:"name=leaseDatabaseId,                  order=triggerMetadata"`
 	LeaseContainerID                 string `keda:"name=leaseContainerId,                 order=triggerMetadata"`
-	ProcessorName                    string `keda:"name=processorName,                    order=triggerMetadata, optional"`
+	ProcessorName                    string `keda:"name=processorName,                    order=triggerMetadata"`
 	ChangeFeedLagThreshold           int64  `keda:"name=changeFeedLagThreshold,           order=triggerMetadata, default=100"`
 	ActivationChangeFeedLagThreshold int64  `keda:"name=activationChangeFeedLagThreshold, order=triggerMetadata, default=0"`
 
@@ -77,6 +79,10 @@ func (m *azureCosmosDBMetadata) Validate() error {
 // NewAzureCosmosDBScaler creates the scaler; every parameter and credential
 // is checked here, so a bad ScaledObject fails before the first poll.
 func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) {
+	return newAzureCosmosDBScaler(config, kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false))
+}
+
+func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy.Transporter) (*azureCosmosDBScaler, error) {
 	metricType, err := GetMetricTargetType(config)
 	if err != nil {
 		return nil, fmt.Errorf("error getting scaler metric type: %w", err)
@@ -87,10 +93,19 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 			return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %s must be a whole number of at most 19 digits", name)
 		}
 	}
+	// processorName is required but may be empty (an Azure Functions app
+	// without LeaseContainerPrefix); KEDA's typed config reads an empty value
+	// as a missing one, so it parses a stand-in.
+	parsed, emptyProcessor := config, false
+	if name, ok := config.TriggerMetadata["processorName"]; ok && strings.TrimSpace(name) == "" {
+		copied := *config
+		copied.TriggerMetadata = maps.Clone(config.TriggerMetadata)
+		copied.TriggerMetadata["processorName"] = "empty"
+		parsed, emptyProcessor = &copied, true
+	}
 	meta := azureCosmosDBMetadata{}
-	err = config.TypedConfig(&meta)
-	if _, ok := config.TriggerMetadata["processorName"]; !ok {
-		err = errors.Join(err, errors.New(`missing required parameter "processorName" in [triggerMetadata] (an empty value selects the leases without a processor name prefix, as an Azure Functions app without LeaseContainerPrefix writes them)`))
+	if err = parsed.TypedConfig(&meta); emptyProcessor {
+		meta.ProcessorName = ""
 	}
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
@@ -102,8 +117,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 	}
 	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
 	warnAboutPlainCosmosDBSecrets(config, logger)
-	httpClient := kedautil.CreateHTTPClient(config.GlobalHTTPTimeout, false)
-	data, leases, err := azure.ResolveCosmosDBConnections(meta.CosmosDBAuth, httpClient, logger)
+	data, leases, err := azure.ResolveCosmosDBConnections(meta.CosmosDBAuth, transport, logger)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
@@ -111,7 +125,7 @@ func NewAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (Scaler, error) 
 		metricType: metricType,
 		metadata:   meta,
 		logger:     logger,
-		estimator: azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, httpClient), azure.NewCosmosDBClient(leases, httpClient), azure.CosmosDBContainers{
+		estimator: azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, transport), azure.NewCosmosDBClient(leases, transport), azure.CosmosDBContainers{
 			Database: meta.DatabaseID, Container: meta.ContainerID,
 			LeaseDatabase: meta.LeaseDatabaseID, LeaseContainer: meta.LeaseContainerID,
 			Processor: meta.ProcessorName,
@@ -170,7 +184,7 @@ func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricN
 	return []external_metrics.ExternalMetricValue{GenerateMetricInMili(metricName, float64(summary.Metric))}, summary.Active, nil
 }
 
-// logEstimate warns of stale parents, and at V(1) says what the poll saw.
+// logEstimate warns of stale parents, and at V(1) logs the poll's counts.
 func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, summary azure.CosmosDBLagSummary, duration time.Duration) {
 	processor := s.metadata.ProcessorName
 	if estimate.StaleParents > 0 {
@@ -178,21 +192,8 @@ func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, su
 	} else if estimate.SplitRetried {
 		s.logger.Info("partition split or merge seen; estimate redone after a lease refresh", "processor", processor)
 	}
-	if !s.logger.V(1).Enabled() {
-		return
-	}
-	// How many processor instances hold leases, and how old the oldest
-	// pending change is: what an operator compares with replicas and latency.
-	owners, oldest := map[string]bool{}, time.Time{}
-	for _, l := range estimate.Leases {
-		owners[l.Owner] = true
-		if l.Lag > 0 && !l.PendingSince.IsZero() && (oldest.IsZero() || l.PendingSince.Before(oldest)) {
-			oldest = l.PendingSince
-		}
-	}
-	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases), "skippedDocuments", len(estimate.Skipped), "leaseOwners", len(owners),
-		"totalLag", summary.TotalLag, "activePartitions", summary.ActivePartitions, "metric", summary.Metric, "active", summary.Active,
-		"oldestPendingChange", oldest, "requests", estimate.Requests, "requestCharge", estimate.RequestCharge, "duration", duration)
+	s.logger.V(1).Info("change feed lag estimated", "processor", processor, "leases", len(estimate.Leases),
+		"totalLag", summary.TotalLag, "metric", summary.Metric, "duration", duration)
 }
 
 // Close has nothing to release: connections belong to KEDA's shared transport.

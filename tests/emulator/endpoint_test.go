@@ -178,9 +178,15 @@ func TestCredentialsAllowedEndpointsWork(t *testing.T) {
 		env := routedEnv(t, "shop-westeurope.documents.azure.com", "shop-westeurope.documents.azure.com")
 		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop-westeurope.documents.azure.com:443/", "cosmosDBKey": env.server.Key()}))
 	})
-	t.Run("account key at the global name, processor on a regional name", func(t *testing.T) {
+	t.Run("account key at the global name, processor on a regional name: its leases name another host", func(t *testing.T) {
+		// The lease ids carry the host the processor was configured with;
+		// the scaler counts those of its own endpoint's account name only
+		// (shop-westeurope could as well be another account, shop-prod).
 		env := routedEnv(t, "shop.documents.azure.com", "shop-westeurope.documents.azure.com")
-		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": env.server.Key()}))
+		s := newScaler(t, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKey": env.server.Key()}))
+		if metric, _ := poll(t, s); metric != 0 {
+			t.Fatalf("metric %d, want 0: the regional host's leases are not this endpoint's", metric)
+		}
 	})
 	t.Run("account key, host in upper case with a trailing dot", func(t *testing.T) {
 		env := routedEnv(t, "shop.documents.azure.com", "shop.documents.azure.com")

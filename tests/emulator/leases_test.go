@@ -27,21 +27,27 @@ func encodeJavaStateWithMode(enc *base64.Encoding, rid, mode, startFrom, token s
 }
 
 // estimatedLeases returns the leases one estimate found among docs.
-func estimatedLeases(t *testing.T, docs ...string) []azure.CosmosDBLease {
+func estimatedLeases(t *testing.T, docs ...string) []decodedLease {
 	t.Helper()
 	a := &scriptedAccount{}
 	for _, d := range docs {
 		a.leases = append(a.leases, withScriptedID(d))
 	}
-	e, err := a.estimate(t)
+	in, err := a.inspect(t)
 	if err != nil {
 		t.Fatalf("estimate: %v", err)
 	}
-	var out []azure.CosmosDBLease
-	for _, l := range e.Leases {
-		out = append(out, l.CosmosDBLease)
+	var out []decodedLease
+	for _, l := range in.Leases {
+		out = append(out, decodedLease{l.CosmosDBLease, l.ID, l.Owner})
 	}
 	return out
+}
+
+// decodedLease is a counted lease with the id and owner its document holds.
+type decodedLease struct {
+	azure.CosmosDBLease
+	ID, Owner string
 }
 
 // Real documents of each writer decode to the same lease shape.
@@ -50,20 +56,20 @@ func TestLeasesOfEachWriterFormat(t *testing.T) {
 	cases := []struct {
 		name string
 		doc  string
-		want azure.CosmosDBLease
+		want decodedLease
 	}{
 		{".NET v3 v0", `{"id":"p..0","version":0,"LeaseToken":"0","FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"host-1","ContinuationToken":"\"24\"","properties":{},"Mode":"Incremental Feed"}`,
-			azure.CosmosDBLease{ID: id("0"), Token: "0", Continuation: `"24"`, Owner: "host-1"}},
+			decodedLease{ID: id("0"), Owner: "host-1", CosmosDBLease: azure.CosmosDBLease{Token: "0", Continuation: `"24"`}}},
 		{".NET v3 v1", `{"id":"p..05C1DFFFFFFFFC-FF","version":1,"LeaseToken":"05C1DFFFFFFFFC-FF","FeedRange":{"Range":{"min":"05C1DFFFFFFFFC","max":"FF"}},"Owner":null,"ContinuationToken":"\"100\""}`,
-			azure.CosmosDBLease{ID: id("05C1DFFFFFFFFC-FF"), Token: "05C1DFFFFFFFFC-FF", EPK: true, Min: "05C1DFFFFFFFFC", Max: "FF", Continuation: `"100"`}},
+			decodedLease{ID: id("05C1DFFFFFFFFC-FF"), CosmosDBLease: azure.CosmosDBLease{Token: "05C1DFFFFFFFFC-FF", EPK: true, Min: "05C1DFFFFFFFFC", Max: "FF", Continuation: `"100"`}}},
 		{"Java v4 v0", `{"id":"p..3","LeaseToken":"3","ContinuationToken":"\"11\"","timestamp":"x","Owner":"ZKNjph"}`,
-			azure.CosmosDBLease{ID: id("3"), Token: "3", Continuation: `"11"`, Owner: "ZKNjph"}},
+			decodedLease{ID: id("3"), Owner: "ZKNjph", CosmosDBLease: azure.CosmosDBLease{Token: "3", Continuation: `"11"`}}},
 		{"Java v4 v1", `{"id":"p..-FF","LeaseToken":"-FF","ContinuationToken":"` + encodeJavaState(`"\"11\""`) + `","Owner":"ZKNjph","version":1,"feedRange":{"Range":{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}}}`,
-			azure.CosmosDBLease{ID: id("-FF"), Token: "-FF", EPK: true, Min: "", Max: "FF", Continuation: `"11"`, Owner: "ZKNjph"}},
+			decodedLease{ID: id("-FF"), Owner: "ZKNjph", CosmosDBLease: azure.CosmosDBLease{Token: "-FF", EPK: true, Min: "", Max: "FF", Continuation: `"11"`}}},
 		{".NET v2 library", `{"id":"p..7","PartitionId":"7","Owner":"w","ContinuationToken":"\"5\""}`,
-			azure.CosmosDBLease{ID: id("7"), Token: "7", Continuation: `"5"`, Owner: "w"}},
+			decodedLease{ID: id("7"), Owner: "w", CosmosDBLease: azure.CosmosDBLease{Token: "7", Continuation: `"5"`}}},
 		{"bare LSN continuation", `{"id":"p..1","version":0,"LeaseToken":"1","ContinuationToken":"42"}`,
-			azure.CosmosDBLease{ID: id("1"), Token: "1", Continuation: `"42"`}},
+			decodedLease{ID: id("1"), CosmosDBLease: azure.CosmosDBLease{Token: "1", Continuation: `"42"`}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,8 +116,9 @@ func TestNonLeasesAreIgnored(t *testing.T) {
 }
 
 // A lease is ours only when processor, account, database and container all
-// match; private-link and regional host names of the same account match,
-// and Java v4 PK-range leases name the database and container.
+// match; the account is the host's first label (so a private-link name of
+// the same account matches), and Java v4 PK-range leases name the database
+// and container.
 func TestLeaseOwnership(t *testing.T) {
 	a := &scriptedAccount{}
 	for id := range map[string]bool{} {
@@ -121,8 +128,9 @@ func TestLeaseOwnership(t *testing.T) {
 		"ordersmyaccount.documents.azure.com_dbRID_collRID==..0":             true,
 		"ordersmyaccount.privatelink.documents.azure.com_dbRID_collRID==..1": true,
 		"ordersMyAccount.documents.azure.com_dbRID_collRID==..2":             true,
-		"ordersmyaccount-westus2.documents.azure.com_dbRID_collRID==..05-FF": true,
-		"ordersmyaccount.documents.azure.com_app_db_orders_v2..3":            true, // Java v0 names
+		"ordersmyaccount-westus2.documents.azure.com_dbRID_collRID==..05-FF": false, // another host name: the processor's endpoint must be the scaler's
+		"ordersmyaccount-prod.documents.azure.com_dbRID_collRID==..05-FF":    false, // another account
+		"ordersmyaccount.documents.azure.com_app_db_orders_v2..3":            true,  // Java v0 names
 		"ordersmyaccount.documents.azure.com_dbRID_collRID==.info":           false,
 		"ordersmyaccount.documents.azure.com_dbRID_collRID==.lock":           false,
 		"ordersmyaccount.documents.azure.com_dbRID_collRID==..":              false,
@@ -141,7 +149,7 @@ func TestLeaseOwnership(t *testing.T) {
 			want = append(want, id)
 		}
 	}
-	e, err := scriptedEstimator(t, a, azure.CosmosDBContainers{Database: "app_db", Container: "orders_v2", LeaseDatabase: "app_db", LeaseContainer: "leases", Processor: "orders"}).Estimate(t.Context())
+	e, err := scriptedInspection(t, a, azure.CosmosDBContainers{Database: "app_db", Container: "orders_v2", LeaseDatabase: "app_db", LeaseContainer: "leases", Processor: "orders"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,6 +126,25 @@ func (a *scriptedAccount) estimate(t testing.TB) (azure.CosmosDBLagEstimate, err
 	return a.estimator(t).Estimate(context.Background())
 }
 
+// inspect runs one estimate over a through a recorder, as the commands do,
+// and returns what it recorded.
+func (a *scriptedAccount) inspect(t testing.TB) (azure.CosmosDBInspection, error) {
+	t.Helper()
+	return scriptedInspection(t, a, azure.CosmosDBContainers{Database: "appdb", Container: "orders", LeaseDatabase: "appdb", LeaseContainer: "leases", Processor: "p"})
+}
+
+func scriptedInspection(t testing.TB, a *scriptedAccount, names azure.CosmosDBContainers) (azure.CosmosDBInspection, error) {
+	t.Helper()
+	recorder := &azure.CosmosDBRecorder{Next: a}
+	data, leases, err := azure.ResolveCosmosDBConnections(azure.CosmosDBAuth{Connection: scriptedConnection}, recorder, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, recorder), azure.NewCosmosDBClient(leases, recorder), names)
+	estimate, err := e.Estimate(context.Background())
+	return recorder.Inspect(e, estimate), err
+}
+
 // leaseDoc gives a lease document of processor "p" the id its token calls
 // for: doc holds the other fields ("id" excluded), token the lease token.
 func leaseDoc(token, fields string) string {

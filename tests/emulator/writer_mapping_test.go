@@ -48,21 +48,20 @@ func TestWriterAndDecoderAgreeOnEachFormat(t *testing.T) {
 				if len(estimates) != 1 || estimates[0].Err != nil {
 					t.Fatalf("estimates %+v", estimates)
 				}
-				got := map[string]azure.CosmosDBLease{}
+				got := map[string]decodedLease{}
 				for _, l := range estimates[0].Leases {
-					got[l.Token] = l.CosmosDBLease
+					got[l.Token] = decodedLease{l.CosmosDBLease, l.ID, l.Owner}
 				}
 				ranges := env.monitored.Ranges()
 				if len(got) != len(env.tokens) || len(ranges) != len(env.tokens) {
 					t.Fatalf("decoded %d leases %+v, the writer wrote %v", len(got), got, env.tokens)
 				}
 				for i, token := range env.tokens {
-					want := azure.CosmosDBLease{
-						ID:                    env.processor.LeaseID(token),
+					want := decodedLease{ID: env.processor.LeaseID(token), CosmosDBLease: azure.CosmosDBLease{
 						Token:                 token,
 						Continuation:          `"` + strconv.FormatInt(env.monitored.LSN(ranges[i].ID), 10) + `"`, // CreateLeases(true)
 						AllVersionsAndDeletes: mode == allVersionsAndDeletes,
-					}
+					}}
 					if i == 0 {
 						want.Continuation = `"` + strconv.FormatInt(checkpoint, 10) + `"`
 					} else {

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 )
 
 // errCosmosDBStaleParent marks a lease whose range split or merged (410/1002,
@@ -27,82 +25,63 @@ type cosmosDBPartitionKeyRange struct {
 	Parents      []string `json:"parents"`
 }
 
-// cosmosDBPositionReader reads where leases stand in the change feed. It
-// keeps the physical ranges EPK leases are read through across polls; the
-// split retry forgets them.
+// cosmosDBPositionReader reads where leases stand in the change feed.
 type cosmosDBPositionReader struct {
 	client              *CosmosDBClient
 	database, container string
 	docs                string // the container's documents, whose change feed every read addresses
-
-	mu     sync.Mutex
-	ranges []cosmosDBPartitionKeyRange
 }
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
-// an empty page) is 0, else session LSN - first LSN + 1.
-func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease) (CosmosDBLeaseLag, CosmosDBCost, error) {
+// an empty page) is 0, else session LSN - first LSN + 1. ranges are the
+// live physical ranges an EPK lease is mapped onto.
+func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
-	rangeID, minEPK, maxEPK, cost, err := r.target(ctx, l)
+	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
 	if err != nil {
-		return result, cost, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
+		return result, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
-	resp, readCost, err := r.client.send(ctx, changeFeedRequest(r.docs, l, rangeID, minEPK, maxEPK))
-	cost.add(readCost)
+	resp, err := r.client.send(ctx, changeFeedRequest(r.docs, l, rangeID, minEPK, maxEPK))
 	if isCosmosDBRangeGone(err) {
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
 	}
 	if err == nil && resp.status == http.StatusOK {
-		result.Lag, result.PendingSince, err = cosmosDBLag(resp, l.AllVersionsAndDeletes, rangeID)
+		result.Lag, err = cosmosDBLag(resp, l.AllVersionsAndDeletes, rangeID)
 	}
 	if err != nil {
-		return result, cost, fmt.Errorf("lease %s (partition key range %s): %w", cosmosDBExcerpt(l.Token), rangeID, err)
+		return result, fmt.Errorf("lease %s (partition key range %s): %w", cosmosDBExcerpt(l.Token), rangeID, err)
 	}
-	return result, cost, nil
+	return result, nil
 }
 
-// target is the range a lease is read through, and EPK bounds when an EPK
-// lease covers only part of that range.
-func (r *cosmosDBPositionReader) target(ctx context.Context, l CosmosDBLease) (rangeID, minEPK, maxEPK string, cost CosmosDBCost, err error) {
+// cosmosDBTarget is the range a lease is read through, and EPK bounds when
+// an EPK lease covers only part of that range.
+func cosmosDBTarget(l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (rangeID, minEPK, maxEPK string, err error) {
 	if !l.EPK {
-		return l.Token, "", "", cost, nil
-	}
-	r.mu.Lock()
-	if r.ranges == nil {
-		cost, err = r.load(ctx)
+		return l.Token, "", "", nil
 	}
 	var covering []cosmosDBPartitionKeyRange
-	for _, pk := range r.ranges {
+	for _, pk := range ranges {
 		if pk.MinInclusive < l.Max && l.Min < pk.MaxExclusive {
 			covering = append(covering, pk)
 		}
 	}
-	r.mu.Unlock()
 	switch {
-	case err != nil:
-		return "", "", "", cost, err
 	case len(covering) == 0:
-		return "", "", "", cost, fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
+		return "", "", "", fmt.Errorf("no physical partition key range covers EPK range [%s, %s)", l.Min, l.Max)
 	case len(covering) > 1:
-		return "", "", "", cost, fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
+		return "", "", "", fmt.Errorf("%w: EPK range [%s, %s) spans %d physical ranges", errCosmosDBStaleParent, l.Min, l.Max, len(covering))
 	case covering[0].MinInclusive == l.Min && covering[0].MaxExclusive == l.Max:
-		return covering[0].ID, "", "", cost, nil
+		return covering[0].ID, "", "", nil
 	}
-	return covering[0].ID, l.Min, l.Max, cost, nil
+	return covering[0].ID, l.Min, l.Max, nil
 }
 
-// forget drops the ranges, so that the next EPK lease read loads them.
-func (r *cosmosDBPositionReader) forget() {
-	r.mu.Lock()
-	r.ranges = nil
-	r.mu.Unlock()
-}
-
-// load reads every page of ranges, less those a split or merge replaced.
-func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error) {
+// loadRanges reads every page of ranges, less those a split or merge replaced.
+func (r *cosmosDBPositionReader) loadRanges(ctx context.Context) ([]cosmosDBPartitionKeyRange, error) {
 	operation := fmt.Sprintf("read partition key ranges of %s/%s", r.database, r.container)
 	var all []cosmosDBPartitionKeyRange
-	cost, err := r.client.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
+	err := r.client.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
 		url: r.client.url("dbs", r.database, "colls", r.container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
 		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
 		if err := json.Unmarshal(body, &page); err != nil {
@@ -112,7 +91,7 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error)
 		return nil
 	})
 	if err != nil {
-		return cost, err
+		return nil, err
 	}
 	replaced := map[string]bool{}
 	for _, pk := range all {
@@ -122,10 +101,9 @@ func (r *cosmosDBPositionReader) load(ctx context.Context) (CosmosDBCost, error)
 	}
 	live := slices.DeleteFunc(all, func(pk cosmosDBPartitionKeyRange) bool { return replaced[pk.ID] })
 	if len(live) == 0 {
-		return cost, errors.New(operation + ": the service listed no ranges")
+		return nil, errors.New(operation + ": the service listed no ranges")
 	}
-	r.ranges = live
-	return cost, nil
+	return live, nil
 }
 
 // changeFeedRequest reads one change of a range from the lease's
@@ -151,50 +129,44 @@ func changeFeedRequest(docs string, l CosmosDBLease, rangeID, minEPK, maxEPK str
 }
 
 // cosmosDBLag is a change feed page's lag, session LSN - first LSN + 1 (an
-// empty page is none), and when that first change was made. For all
-// versions and deletes the change's metadata.lsn and crts count: a delete
-// has no item, and an item's _lsn is its latest version's.
-func cosmosDBLag(resp cosmosDBResponse, allVersionsAndDeletes bool, rangeID string) (int64, time.Time, error) {
+// empty page is none). For all versions and deletes the change's
+// metadata.lsn counts: a delete has no item, and an item's _lsn is its
+// latest version's.
+func cosmosDBLag(resp cosmosDBResponse, allVersionsAndDeletes bool, rangeID string) (int64, error) {
 	var page struct {
 		Documents []struct {
 			LSN      json.RawMessage `json:"_lsn"`
-			TS       json.RawMessage `json:"_ts"`
 			Metadata *struct {
-				LSN  json.RawMessage `json:"lsn"`
-				CRTS json.RawMessage `json:"crts"`
+				LSN json.RawMessage `json:"lsn"`
 			} `json:"metadata"`
 		}
 	}
 	if err := json.Unmarshal(resp.body, &page); err != nil {
-		return 0, time.Time{}, fmt.Errorf("read change feed: malformed response body: %w", err)
+		return 0, fmt.Errorf("read change feed: malformed response body: %w", err)
 	}
 	if len(page.Documents) == 0 {
-		return 0, time.Time{}, nil
+		return 0, nil
 	}
 	change, field := page.Documents[0], "_lsn"
-	raw, ts := change.LSN, change.TS
+	raw := change.LSN
 	if allVersionsAndDeletes {
 		if change.Metadata == nil {
-			return 0, time.Time{}, errors.New("read change feed: first change has no metadata")
+			return 0, errors.New("read change feed: first change has no metadata")
 		}
-		raw, ts, field = change.Metadata.LSN, change.Metadata.CRTS, "metadata.lsn"
+		raw, field = change.Metadata.LSN, "metadata.lsn"
 	}
 	first, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || first < 0 {
-		return 0, time.Time{}, fmt.Errorf("read change feed: first change's %s is not a non-negative 64-bit integer", field)
-	}
-	var since time.Time
-	if seconds, err := strconv.ParseInt(string(ts), 10, 64); err == nil && seconds > 0 {
-		since = time.Unix(seconds, 0)
+		return 0, fmt.Errorf("read change feed: first change's %s is not a non-negative 64-bit integer", field)
 	}
 	session, err := cosmosDBSessionLSN(resp.header.Get("X-Ms-Session-Token"), rangeID)
 	switch {
 	case err != nil:
-		return 0, time.Time{}, fmt.Errorf("read change feed: %w", err)
+		return 0, fmt.Errorf("read change feed: %w", err)
 	case session < first:
-		return 0, since, nil // the service's view is behind the change it served
+		return 0, nil // the service's view is behind the change it served
 	}
-	return min(session-first, math.MaxInt64-1) + 1, since, nil
+	return min(session-first, math.MaxInt64-1) + 1, nil
 }
 
 // cosmosDBSessionLSN reads the LSN from x-ms-session-token entries

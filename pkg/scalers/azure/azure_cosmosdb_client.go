@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -27,14 +26,7 @@ const (
 	cosmosDBAPIVersion         = "2020-11-05" // as azcosmos v1.5.0
 	cosmosDBMaxResponseBytes   = 16 << 20     // the service's pages are at most 4 MB
 	cosmosDBSubStatusRangeGone = 1002         // with 410: the range split or merged
-	cosmosDBMaxRetries         = 3
-	cosmosDBRetryDelay         = 100 * time.Millisecond
-	cosmosDBMaxRetryDelay      = 2 * time.Second // a longer x-ms-retry-after-ms is not waited for
 )
-
-// cosmosDBRetryStatus: timed out, throttled, retry-with (449) and 5xx.
-var cosmosDBRetryStatus = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
-	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 
 // CosmosDBClient sends requests to one account through one azcore pipeline
 // on KEDA's HTTP client, whose timeout bounds each try.
@@ -60,9 +52,14 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
-	// azcore's retry is off: send retries, so every try's cost comes back to it.
-	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
-		&policy.ClientOptions{Transport: transport, Retry: policy.RetryOptions{MaxRetries: -1}})
+	// Throttled (429), retry-with (449), timed-out and 5xx answers and
+	// dropped connections are retried within the poll; azcore honours
+	// x-ms-retry-after-ms and gives up on a longer wait than MaxRetryDelay.
+	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
+		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
+	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}}},
+		&policy.ClientOptions{Transport: transport, Retry: retry})
 	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
 }
 
@@ -83,77 +80,45 @@ type cosmosDBResponse struct {
 	body   []byte
 }
 
-// CosmosDBCost is what requests cost: tries sent, and request units charged.
-type CosmosDBCost struct {
-	Requests      int64
-	RequestCharge float64
-}
-
-func (c *CosmosDBCost) add(o CosmosDBCost) {
-	c.Requests += o.Requests
-	c.RequestCharge += o.RequestCharge
-}
-
-// send sends r, retrying transient failures, and returns the answer and what
-// all tries cost, also on failure. An answer outside r.ok is a
-// *cosmosDBResponseError.
-func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, CosmosDBCost, error) {
-	var cost CosmosDBCost
-	start := time.Now()
-	for {
-		resp, err := c.try(ctx, r)
-		cost.Requests++
-		if resp != nil {
-			charge, _ := strconv.ParseFloat(resp.header.Get("X-Ms-Request-Charge"), 64)
-			cost.RequestCharge += max(charge, 0)
-		}
-		if err == nil && len(resp.body) > cosmosDBMaxResponseBytes {
-			return cosmosDBResponse{}, cost, fmt.Errorf("%s: response larger than %d bytes", r.operation, cosmosDBMaxResponseBytes)
-		}
-		if delay, retry := cosmosDBRetryAfter(ctx, resp, err, cost.Requests); retry && cost.Requests <= cosmosDBMaxRetries {
-			select {
-			case <-ctx.Done():
-				err = ctx.Err()
-			case <-time.After(delay):
-				continue
-			}
-		}
-		switch {
-		case err != nil:
-			return cosmosDBResponse{}, cost, fmt.Errorf("%s at %s (tries: %d in %s): %w", r.operation, c.endpoint.Host, cost.Requests, time.Since(start).Round(time.Millisecond), err)
-		case !slices.Contains(r.ok, resp.status):
-			return cosmosDBResponse{}, cost, newCosmosDBResponseError(r.operation, resp)
-		}
-		return *resp, cost, nil
+// send sends r (azcore retries it) and returns the answer; an answer
+// outside r.ok is a *cosmosDBResponseError.
+func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
+	resp, err := c.do(ctx, r)
+	switch {
+	case err != nil:
+		return cosmosDBResponse{}, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
+	case len(resp.body) > cosmosDBMaxResponseBytes:
+		return cosmosDBResponse{}, fmt.Errorf("%s: response larger than %d bytes", r.operation, cosmosDBMaxResponseBytes)
+	case !slices.Contains(r.ok, resp.status):
+		return cosmosDBResponse{}, newCosmosDBResponseError(r.operation, resp)
 	}
+	return resp, nil
 }
 
 // sendPages sends r for each page of a feed, following x-ms-continuation.
-func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) (CosmosDBCost, error) {
-	var cost CosmosDBCost
+func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) error {
 	first := r.header
 	for continuation := ""; ; {
 		r.header = first.Clone()
 		if continuation != "" {
 			r.header["X-Ms-Continuation"] = []string{continuation}
 		}
-		resp, pageCost, err := c.send(ctx, r)
-		cost.add(pageCost)
+		resp, err := c.send(ctx, r)
 		if err == nil {
 			err = page(resp.body)
 		}
 		if continuation = resp.header.Get("X-Ms-Continuation"); err != nil || continuation == "" {
-			return cost, err
+			return err
 		}
 	}
 }
 
-// try sends r once and reads at most one byte past the body's cap; the
-// response is nil when none came.
-func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*cosmosDBResponse, error) {
+// do sends r through the pipeline and reads at most one byte past the
+// body's cap.
+func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
 	req, err := runtime.NewRequest(ctx, r.method, r.url)
 	if err != nil {
-		return nil, err
+		return cosmosDBResponse{}, err
 	}
 	h := r.header
 	if h == nil {
@@ -166,36 +131,36 @@ func (c *CosmosDBClient) try(ctx context.Context, r cosmosDBRequest) (*cosmosDBR
 	h["X-Ms-Cosmos-Sdk-Supportedcapabilities"] = []string{"1"}
 	if r.query != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(r.query)), "application/query+json"); err != nil {
-			return nil, err
+			return cosmosDBResponse{}, err
 		}
 	}
-	runtime.SkipBodyDownload(req)
+	runtime.SkipBodyDownload(req) // cosmosDBBodyPolicy reads it
 	resp, err := c.pipeline.Do(req)
 	if err != nil {
-		return nil, err
+		return cosmosDBResponse{}, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
+}
+
+// cosmosDBBodyPolicy reads each try's body, up to one byte past the cap,
+// inside the retry loop: a connection dropped in the middle of a body is
+// retried like one dropped before the answer (azcore's own body download
+// runs after the retries).
+type cosmosDBBodyPolicy struct{}
+
+func (cosmosDBBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if err != nil {
+		return resp, err
 	}
 	defer resp.Body.Close()
 	body := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
-	_, err = body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
-	return &cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body.Bytes()}, err
-}
-
-// cosmosDBRetryAfter says whether a try is retried and after how long: a
-// transport or body failure or a cosmosDBRetryStatus, unless the poll is
-// over or the service asks for a longer wait than we allow.
-func cosmosDBRetryAfter(ctx context.Context, resp *cosmosDBResponse, err error, tries int64) (time.Duration, bool) {
-	if ctx.Err() != nil || (err == nil && !slices.Contains(cosmosDBRetryStatus, resp.status)) {
-		return 0, false
+	if _, err := body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1)); err != nil {
+		return nil, err
 	}
-	if resp != nil {
-		if ms, perr := strconv.ParseInt(resp.header.Get("X-Ms-Retry-After-Ms"), 10, 64); perr == nil && ms >= 0 {
-			wait := time.Duration(ms) * time.Millisecond
-			return wait, wait <= cosmosDBMaxRetryDelay
-		}
-	}
-	// 100, 200, 400 ms, ±20 % so that reads throttled together spread out.
-	delay := min(cosmosDBRetryDelay<<(tries-1), cosmosDBMaxRetryDelay)
-	return time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64())), true
+	resp.Body = io.NopCloser(body)
+	return resp, nil
 }
 
 // cosmosDBKeyPolicy signs each try with the account key, as the REST API documents.
@@ -237,7 +202,7 @@ type cosmosDBResponseError struct {
 
 func (e *cosmosDBResponseError) Error() string { return e.message }
 
-func newCosmosDBResponseError(operation string, resp *cosmosDBResponse) *cosmosDBResponseError {
+func newCosmosDBResponseError(operation string, resp cosmosDBResponse) *cosmosDBResponseError {
 	e := &cosmosDBResponseError{status: resp.status, message: fmt.Sprintf("%s: HTTP %d", operation, resp.status)}
 	if e.subStatus, _ = strconv.Atoi(resp.header.Get("X-Ms-Substatus")); e.subStatus != 0 {
 		e.message += fmt.Sprintf(" substatus %d", e.subStatus)

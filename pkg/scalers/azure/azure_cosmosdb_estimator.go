@@ -10,16 +10,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
 
 // cosmosDBReadConcurrency bounds a poll's lease reads in flight: KEDA polls
 // every ScaledObject of the cluster from one operator, so one poll must not
-// hold many connections. With 10 ms per request, a 1,000-lease poll took
-// 1.44 s with 8 in flight, 0.77 s with 16, 0.41 s with 32, 0.25 s with 64
-// and 0.15 s with 256 (measured against an emulated account).
+// hold many connections, while reads one after another would make a poll
+// of n leases take n round trips.
 const cosmosDBReadConcurrency = 32
 
 // CosmosDBContainers names the monitored and lease containers and the processor.
@@ -30,18 +28,15 @@ type CosmosDBContainers struct {
 // CosmosDBLeaseLag is one lease's estimate.
 type CosmosDBLeaseLag struct {
 	CosmosDBLease
-	Lag          int64
-	PendingSince time.Time // when the first pending change was made, if the service said
-	StaleParent  bool      // its range split or merged: no lag could be read
+	Lag         int64
+	StaleParent bool // its range split or merged: no lag could be read
 }
 
 // CosmosDBLagEstimate is the outcome of one poll.
 type CosmosDBLagEstimate struct {
 	Leases       []CosmosDBLeaseLag // sorted by lease token
-	Skipped      []CosmosDBSkippedDocument
 	StaleParents int
 	SplitRetried bool // a split was seen and the estimate redone after a lease refresh
-	CosmosDBCost      // of the whole poll; set on failure too
 }
 
 // CosmosDBLagSummary is the trigger's arithmetic over one estimate.
@@ -84,8 +79,9 @@ type CosmosDBLagEstimator struct {
 	names        CosmosDBContainers
 	positions    *cosmosDBPositionReader
 
-	mu    sync.Mutex
-	scope *cosmosDBLeaseScope // the monitored container's RIDs, cached across polls
+	mu     sync.Mutex                  // guards the caches, never held across a request
+	scope  *cosmosDBLeaseScope         // the monitored container's RIDs
+	ranges []cosmosDBPartitionKeyRange // its live physical ranges, loaded for EPK leases
 }
 
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
@@ -96,117 +92,116 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 }
 
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
-// ranges) leads to one lease refresh and retry, then counts stale parents;
-// any other failure fails the estimate, never a partial total.
+// ranges) leads to one lease refresh and retry with fresh ranges, then
+// counts stale parents; any other failure fails the estimate, never a
+// partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	var cost CosmosDBCost
-	scope, fresh, err := e.resolveScope(ctx, false, &cost)
+	scope, fresh, err := e.resolveScope(ctx, false)
 	if err != nil {
-		return CosmosDBLagEstimate{CosmosDBCost: cost}, err
+		return CosmosDBLagEstimate{}, err
 	}
-	res, strangers, err := e.attempt(ctx, scope, false, &cost)
+	res, strangers, err := e.attempt(ctx, scope, false)
 	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
 		// The leases name another container: it was recreated? Re-read RIDs.
-		if scope, _, err = e.resolveScope(ctx, true, &cost); err == nil {
-			res, _, err = e.attempt(ctx, scope, false, &cost)
+		if scope, _, err = e.resolveScope(ctx, true); err == nil {
+			res, _, err = e.attempt(ctx, scope, false)
 		}
 	}
 	if errors.Is(err, errCosmosDBStaleParent) {
-		e.positions.forget()
-		res, _, err = e.attempt(ctx, scope, true, &cost)
+		e.mu.Lock()
+		e.ranges = nil
+		e.mu.Unlock()
+		res, _, err = e.attempt(ctx, scope, true)
 		res.SplitRetried = true
 	}
 	if err != nil {
-		return CosmosDBLagEstimate{CosmosDBCost: cost}, err
+		return CosmosDBLagEstimate{}, err
 	}
-	res.CosmosDBCost = cost
 	return res, nil
 }
 
-// attempt reads the leases, then their positions with
-// cosmosDBReadConcurrency readers; a stale parent is an error before the
-// final attempt.
-func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool, cost *CosmosDBCost) (CosmosDBLagEstimate, int, error) {
-	found, queryCost, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
-	cost.add(queryCost)
+// attempt reads the leases, then their positions under an errgroup's
+// limit; a stale parent is an error before the final attempt.
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
+	leases, strangers, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
 	if err != nil {
 		return CosmosDBLagEstimate{}, 0, err
 	}
-	leases, strangers := found.leases, found.strangers
-	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases)), Skipped: found.skipped}
-	var mu sync.Mutex // guards cost and res.StaleParents
-	read := func(ctx context.Context, i int) error {
-		lag, readCost, err := e.positions.lag(ctx, leases[i])
-		stale := errors.Is(err, errCosmosDBStaleParent)
-		mu.Lock()
-		defer mu.Unlock()
-		cost.add(readCost)
-		if err != nil && (!stale || !final) {
-			return err
-		}
-		lag.StaleParent = stale
-		if stale {
-			res.StaleParents++
-		}
-		res.Leases[i] = lag
-		return nil
+	ranges, err := e.liveRanges(ctx, leases)
+	if err != nil {
+		return CosmosDBLagEstimate{}, 0, err
 	}
-	// A fixed set of readers takes lease after lease: a goroutine per lease
-	// would grow a new stack through net/http and azcore for every read. An
-	// atomic counter in place of the feeder measured more instructions per poll.
+	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
 	g, gctx := errgroup.WithContext(ctx)
-	next := make(chan int)
-	for range min(cosmosDBReadConcurrency, len(leases)) {
+	g.SetLimit(cosmosDBReadConcurrency)
+	for i, l := range leases {
 		g.Go(func() error {
-			for i := range next {
-				if err := read(gctx, i); err != nil {
-					return err
-				}
+			lag, err := e.positions.lag(gctx, l, ranges)
+			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
+				err = nil
 			}
-			return nil
+			res.Leases[i] = lag
+			return err
 		})
 	}
-	g.Go(func() error {
-		defer close(next)
-		for i := range leases {
-			select {
-			case next <- i:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
 	if err := g.Wait(); err != nil {
 		return CosmosDBLagEstimate{}, strangers, err
+	}
+	for _, l := range res.Leases {
+		if l.StaleParent {
+			res.StaleParents++
+		}
 	}
 	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })
 	return res, strangers, nil
 }
 
-// resolveScope reads the RIDs the leases name the container by, once or on a refresh.
-func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, refresh bool, cost *CosmosDBCost) (cosmosDBLeaseScope, bool, error) {
+// liveRanges returns the monitored container's live ranges when an EPK
+// lease needs them: cached across polls, loaded before the readers start.
+func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context, leases []CosmosDBLease) ([]cosmosDBPartitionKeyRange, error) {
+	if !slices.ContainsFunc(leases, func(l CosmosDBLease) bool { return l.EPK }) {
+		return nil, nil
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.scope != nil && !refresh {
-		return *e.scope, false, nil
+	ranges := e.ranges
+	e.mu.Unlock()
+	if ranges != nil {
+		return ranges, nil
+	}
+	ranges, err := e.positions.loadRanges(ctx)
+	if err == nil {
+		e.mu.Lock()
+		e.ranges = ranges
+		e.mu.Unlock()
+	}
+	return ranges, err
+}
+
+// resolveScope reads the RIDs the leases name the container by, once or on a refresh.
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, refresh bool) (cosmosDBLeaseScope, bool, error) {
+	e.mu.Lock()
+	cached := e.scope
+	e.mu.Unlock()
+	if cached != nil && !refresh {
+		return *cached, false, nil
 	}
 	n := e.names
 	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
-	if s.databaseRID, err = e.readRID(ctx, cost, "read database "+n.Database, "dbs", n.Database); err != nil {
+	if s.databaseRID, err = e.readRID(ctx, "read database "+n.Database, "dbs", n.Database); err != nil {
 		return s, false, err
 	}
-	if s.containerRID, err = e.readRID(ctx, cost, "read container "+n.Database+"/"+n.Container, "dbs", n.Database, "colls", n.Container); err != nil {
+	if s.containerRID, err = e.readRID(ctx, "read container "+n.Database+"/"+n.Container, "dbs", n.Database, "colls", n.Container); err != nil {
 		return s, false, err
 	}
+	e.mu.Lock()
 	e.scope = &s
+	e.mu.Unlock()
 	return s, true, nil
 }
 
-func (e *CosmosDBLagEstimator) readRID(ctx context.Context, cost *CosmosDBCost, operation string, path ...string) (string, error) {
-	resp, readCost, err := e.data.send(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet, url: e.data.url(path...), ok: []int{http.StatusOK}})
-	cost.add(readCost)
+func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, path ...string) (string, error) {
+	resp, err := e.data.send(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet, url: e.data.url(path...), ok: []int{http.StatusOK}})
 	if err != nil {
 		return "", err
 	}

@@ -1,17 +1,28 @@
 package azure
 
 // This file is NOT part of the in-tree drop-in: it is what this repository's
-// commands read of the estimator beyond an estimate, through the estimator's
-// own client (so every kind of credential works alike).
+// commands read of a poll beyond the scaler's estimate. The commands hand the
+// scaler a CosmosDBRecorder as its transport; it counts the requests and
+// request units and keeps the lease query's pages and each change feed
+// read's first change, and Inspect decodes from them what the commands show
+// (owners, documents not counted and why, when pending changes were made),
+// so that none of it travels through the scaler's own code.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 )
 
 // CosmosDBPartitionKeyRange is a physical partition of the monitored
@@ -20,28 +31,209 @@ type CosmosDBPartitionKeyRange = cosmosDBPartitionKeyRange
 
 // CosmosDBNeverCheckpointed is the Reason of a CosmosDBSkippedDocument whose
 // lease the processor has not checkpointed yet.
-const CosmosDBNeverCheckpointed = cosmosDBNeverCheckpointed
+const CosmosDBNeverCheckpointed = "never checkpointed"
 
-// HeldRanges returns the live partition key ranges the estimator's position
-// reader holds: after a poll, those of the monitored container when a lease
-// is an EPK lease; nil when none are held.
+// CosmosDBSkippedDocument is a document of the processor's leases on the
+// monitored container that the trigger does not count, and why.
+type CosmosDBSkippedDocument struct {
+	ID, Token, Reason string
+}
+
+// CosmosDBInspectedLease is a counted lease with what the commands show of it.
+type CosmosDBInspectedLease struct {
+	CosmosDBLeaseLag
+	ID, Owner    string
+	PendingSince time.Time // when its first pending change was made, if the service said
+}
+
+// CosmosDBInspection is one poll as the commands show it.
+type CosmosDBInspection struct {
+	Leases        []CosmosDBInspectedLease // the estimate's, in its order
+	Skipped       []CosmosDBSkippedDocument
+	Requests      int64   // tries sent to the accounts, retries included
+	RequestCharge float64 // request units they were charged
+}
+
+// CosmosDBRecorder is a transport that records what the commands show of
+// the requests the scaler sends through it to its accounts.
+type CosmosDBRecorder struct {
+	Next policy.Transporter
+
+	mu            sync.Mutex
+	requests      int64
+	requestCharge float64
+	leasePages    [][]byte
+	firstChanges  map[string]time.Time // by partition key range, EPK bounds and continuation
+}
+
+// Do sends req through Next and records it.
+func (r *CosmosDBRecorder) Do(req *http.Request) (*http.Response, error) {
+	resp, err := r.Next.Do(req)
+	if req.Header.Get("X-Ms-Version") == "" { // not a Cosmos DB request (a token request)
+		return resp, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests++
+	if err != nil || resp.StatusCode != http.StatusOK {
+		if resp != nil {
+			charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+			r.requestCharge += max(charge, 0)
+		}
+		return resp, err
+	}
+	charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+	r.requestCharge += max(charge, 0)
+	query, changeFeed := req.Header.Get("X-Ms-Documentdb-Isquery") != "", req.Header.Get("A-Im") != ""
+	if !query && !changeFeed {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return resp, err
+	}
+	if query {
+		if req.Header.Get("X-Ms-Continuation") == "" { // a new lease query: a split's retry reads them again
+			r.leasePages = nil
+		}
+		r.leasePages = append(r.leasePages, body)
+		return resp, nil
+	}
+	var page struct {
+		Documents []struct {
+			TS       int64 `json:"_ts"`
+			Metadata *struct {
+				CRTS int64 `json:"crts"`
+			} `json:"metadata"`
+		}
+	}
+	if json.Unmarshal(body, &page) == nil && len(page.Documents) > 0 {
+		seconds := page.Documents[0].TS
+		if m := page.Documents[0].Metadata; m != nil && m.CRTS > 0 {
+			seconds = m.CRTS
+		}
+		if seconds > 0 {
+			if r.firstChanges == nil {
+				r.firstChanges = map[string]time.Time{}
+			}
+			h := req.Header
+			r.firstChanges[changeKey(h.Get("X-Ms-Documentdb-Partitionkeyrangeid"), h.Get("X-Ms-Start-Epk"), h.Get("If-None-Match"))] = time.Unix(seconds, 0)
+		}
+	}
+	return resp, nil
+}
+
+func changeKey(rangeID, minEPK, continuation string) string {
+	return rangeID + "|" + minEPK + "|" + continuation
+}
+
+// Take returns the requests and request units recorded since the last
+// Take, and forgets the recorded pages.
+func (r *CosmosDBRecorder) Take() (requests int64, requestCharge float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	requests, requestCharge = r.requests, r.requestCharge
+	r.requests, r.requestCharge, r.leasePages, r.firstChanges = 0, 0, nil, nil
+	return requests, requestCharge
+}
+
+// Inspect decodes what the recorder kept of the poll that made estimate (by
+// e), then forgets it.
+func (r *CosmosDBRecorder) Inspect(e *CosmosDBLagEstimator, estimate CosmosDBLagEstimate) CosmosDBInspection {
+	r.mu.Lock()
+	pages, changes := r.leasePages, r.firstChanges
+	r.mu.Unlock()
+	in := CosmosDBInspection{}
+	in.Requests, in.RequestCharge = r.Take()
+	e.mu.Lock()
+	scope, ranges := e.scope, e.ranges
+	e.mu.Unlock()
+	type seen struct{ id, owner string }
+	counted := map[string]seen{}
+	for _, body := range pages {
+		documents, err := decodeCosmosDBLeasePage(body)
+		if err != nil || scope == nil {
+			continue
+		}
+		owners := cosmosDBOwners(body)
+		for _, doc := range documents {
+			if !scope.owns(doc.ID, false) {
+				continue
+			}
+			if l, ok := doc.lease(); ok {
+				counted[l.Token] = seen{doc.ID, owners[doc.ID]}
+			} else {
+				in.Skipped = append(in.Skipped, CosmosDBSkippedDocument{ID: doc.ID, Token: l.Token, Reason: doc.skipReason()})
+			}
+		}
+	}
+	for _, l := range estimate.Leases {
+		lease := CosmosDBInspectedLease{CosmosDBLeaseLag: l, ID: counted[l.Token].id, Owner: counted[l.Token].owner}
+		if rangeID, minEPK, _, err := cosmosDBTarget(l.CosmosDBLease, ranges); err == nil && l.Lag > 0 {
+			lease.PendingSince = changes[changeKey(rangeID, minEPK, l.Continuation)]
+		}
+		in.Leases = append(in.Leases, lease)
+	}
+	return in
+}
+
+// cosmosDBOwners reads each document's Owner from a lease query page.
+func cosmosDBOwners(body []byte) map[string]string {
+	var page struct{ Documents []json.RawMessage }
+	owners := map[string]string{}
+	if json.Unmarshal(body, &page) != nil {
+		return owners
+	}
+	for _, raw := range page.Documents {
+		var doc struct {
+			ID    string `json:"id"`
+			Owner string `json:"Owner"`
+		}
+		if json.Unmarshal(raw, &doc) == nil {
+			owners[doc.ID] = doc.Owner
+		}
+	}
+	return owners
+}
+
+// skipReason says why lease() does not count the document.
+func (doc cosmosDBLeaseDocument) skipReason() string {
+	switch {
+	case doc.undecodable:
+		return "not decodable"
+	case doc.LeaseToken == "" && doc.PartitionID == "":
+		return "no lease token"
+	case strings.TrimSpace(doc.ContinuationToken) == "":
+		return CosmosDBNeverCheckpointed
+	case doc.Version != 0 && doc.Version != 1:
+		return "unknown version"
+	case doc.Version == 1:
+		l, _ := doc.epkLease(CosmosDBLease{})
+		if !l.EPK {
+			return "malformed range"
+		}
+		if state, ok := decodeCosmosDBJavaState(doc.ContinuationToken); ok && state.token(l.Min) == nil {
+			return CosmosDBNeverCheckpointed // or a state without entries
+		}
+	}
+	return "malformed continuation"
+}
+
+// HeldRanges returns the live partition key ranges the estimator holds:
+// after a poll, those of the monitored container when a lease is an EPK
+// lease; nil when none are held.
 func (e *CosmosDBLagEstimator) HeldRanges() []CosmosDBPartitionKeyRange {
-	e.positions.mu.Lock()
-	defer e.positions.mu.Unlock()
-	return slices.Clone(e.positions.ranges)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.ranges)
 }
 
 // ReadRanges reads the monitored container's live partition key ranges
-// through the estimator's client (one paged read) and returns what it cost.
-func (e *CosmosDBLagEstimator) ReadRanges(ctx context.Context) ([]CosmosDBPartitionKeyRange, CosmosDBCost, error) {
-	r := e.positions
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cost, err := r.load(ctx)
-	if err != nil {
-		return nil, cost, err
-	}
-	return slices.Clone(r.ranges), cost, nil
+// through the estimator's client (one paged read).
+func (e *CosmosDBLagEstimator) ReadRanges(ctx context.Context) ([]CosmosDBPartitionKeyRange, error) {
+	return e.positions.loadRanges(ctx)
 }
 
 // CosmosDBLeaseSurveyLimit bounds how many documents ReadLeasePrefixes reads.
@@ -69,11 +261,11 @@ var errCosmosDBSurveyLimit = errors.New("survey limit reached")
 // id "{prefix}{accountHost}_{dbRid}_{collRid}..{token}" (or ".info",
 // ".lock") before the monitored account's name; when the id names another
 // account, the prefix keeps its host.
-func (e *CosmosDBLagEstimator) ReadLeasePrefixes(ctx context.Context) (CosmosDBLeasePrefixes, CosmosDBCost, error) {
+func (e *CosmosDBLagEstimator) ReadLeasePrefixes(ctx context.Context) (CosmosDBLeasePrefixes, error) {
 	found := CosmosDBLeasePrefixes{Prefixes: map[string]int{}}
 	query, err := json.Marshal(map[string]any{"query": "SELECT c.id FROM c"})
 	if err != nil {
-		return found, CosmosDBCost{}, err
+		return found, err
 	}
 	database, container := e.names.LeaseDatabase, e.names.LeaseContainer
 	req := cosmosDBRequest{operation: "list the ids in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
@@ -84,7 +276,7 @@ func (e *CosmosDBLagEstimator) ReadLeasePrefixes(ctx context.Context) (CosmosDBL
 			"X-Ms-Max-Item-Count":                        {"1000"},
 		}}
 	account := cosmosDBAccountName(e.data.endpoint.Hostname())
-	cost, err := e.leases.sendPages(ctx, req, func(body []byte) error {
+	err = e.leases.sendPages(ctx, req, func(body []byte) error {
 		var page struct{ Documents []struct{ ID string } }
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
@@ -102,7 +294,7 @@ func (e *CosmosDBLagEstimator) ReadLeasePrefixes(ctx context.Context) (CosmosDBL
 	if errors.Is(err, errCosmosDBSurveyLimit) {
 		err = nil
 	}
-	return found, cost, err
+	return found, err
 }
 
 // cosmosDBLeaseIDPrefix is the processor name a lease id starts with (see

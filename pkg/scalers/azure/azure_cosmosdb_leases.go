@@ -13,17 +13,11 @@ import (
 
 // CosmosDBLease is what the estimator needs from one lease document.
 type CosmosDBLease struct {
-	ID, Token, Owner      string // Token: a range id (v0) or "min-max" (v1); Owner: the instance holding it
+	Token                 string // a range id (v0) or "min-max" (v1)
 	EPK                   bool   // a v1 lease of [Min, Max), read through the range containing it
 	Min, Max              string
 	Continuation          string // the checkpointed change feed etag, a quoted LSN
 	AllVersionsAndDeletes bool   // else the processor reads latest versions
-}
-
-// CosmosDBSkippedDocument is a document of the processor's leases on this
-// container that is not counted, and why; the trigger ignores them.
-type CosmosDBSkippedDocument struct {
-	ID, Token, Reason string
 }
 
 // cosmosDBLeaseScope names one processor's leases on one container: ids
@@ -42,7 +36,7 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 		return false
 	}
 	host, container, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
-	if !ok || !s.accountMatches(cosmosDBAccountName(host)) {
+	if !ok || cosmosDBAccountName(host) != s.account {
 		return false
 	}
 	if anyContainer {
@@ -56,34 +50,17 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 	return false
 }
 
-// accountMatches accepts the account's name, and a regional host label
-// "<account>-<region>" on either side (processor or scaler).
-func (s cosmosDBLeaseScope) accountMatches(name string) bool {
-	regional := func(label, account string) bool {
-		region, ok := strings.CutPrefix(label, account+"-")
-		return ok && region != "" && strings.Trim(region, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
-	}
-	return name == s.account || regional(name, s.account) || regional(s.account, name)
-}
-
-// cosmosDBLeases is what the lease query found: the scope's leases, its
-// documents that are not counted, and how many name another container of
-// this processor (strangers).
-type cosmosDBLeases struct {
-	leases    []CosmosDBLease
-	skipped   []CosmosDBSkippedDocument
-	strangers int
-}
-
 // readCosmosDBLeases reads every page of the documents whose id starts with
-// the processor name, in pages of 1,000: the lease query is a poll's serial part.
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (found cosmosDBLeases, cost CosmosDBCost, err error) {
+// the processor name, in pages of 1,000 (the lease query is a poll's serial
+// part), and returns the scope's leases and how many documents name another
+// container of this processor (strangers).
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, strangers int, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
 	})
 	if err != nil {
-		return found, cost, err
+		return nil, 0, err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
 		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
@@ -92,7 +69,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},
 			"X-Ms-Max-Item-Count":                        {"1000"},
 		}}
-	cost, err = c.sendPages(ctx, req, func(body []byte) error {
+	err = c.sendPages(ctx, req, func(body []byte) error {
 		documents, err := decodeCosmosDBLeasePage(body)
 		if err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
@@ -100,17 +77,15 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		for _, doc := range documents {
 			if !scope.owns(doc.ID, false) {
 				if scope.owns(doc.ID, true) {
-					found.strangers++
+					strangers++
 				}
-			} else if l, reason := doc.lease(); reason == "" {
-				found.leases = append(found.leases, l)
-			} else {
-				found.skipped = append(found.skipped, CosmosDBSkippedDocument{ID: doc.ID, Token: l.Token, Reason: reason})
+			} else if l, ok := doc.lease(); ok {
+				leases = append(leases, l)
 			}
 		}
 		return nil
 	})
-	return found, cost, err
+	return leases, strangers, err
 }
 
 // decodeCosmosDBLeasePage decodes a page's documents; when one does not
@@ -128,7 +103,7 @@ func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
 	for _, doc := range raw.Documents {
 		var d cosmosDBLeaseDocument
 		if err := json.Unmarshal(doc, &d); err != nil {
-			d = cosmosDBLeaseDocument{skipped: "not decodable"}
+			d = cosmosDBLeaseDocument{undecodable: true}
 			_ = json.Unmarshal(doc, &struct{ ID *string }{&d.ID})
 		}
 		documents = append(documents, d)
@@ -146,75 +121,59 @@ type cosmosDBLeaseDocument struct {
 	ContinuationToken string            `json:"ContinuationToken"`
 	FeedRange         *cosmosDBEPKRange `json:"FeedRange"`
 	JavaFeedRange     *cosmosDBEPKRange `json:"feedRange"`
-	Owner             string            `json:"Owner"`
 	Mode              string            `json:"Mode"` // .NET v3 leases
-	skipped           string            // why the document did not decode
+	undecodable       bool
 }
 
 type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document, or says why it is not a lease.
-func (doc cosmosDBLeaseDocument) lease() (CosmosDBLease, string) {
+// lease decodes the document; ok is false for a document the trigger does
+// not count: undecodable, without a lease token, never checkpointed (no
+// continuation), of an unknown version or with a malformed range or
+// continuation.
+func (doc cosmosDBLeaseDocument) lease() (l CosmosDBLease, ok bool) {
 	// PartitionId: the .NET v2 library.
-	l := CosmosDBLease{ID: doc.ID, Token: cmp.Or(doc.LeaseToken, doc.PartitionID), Owner: doc.Owner, AllVersionsAndDeletes: parseCosmosDBMode(doc.Mode)}
+	l = CosmosDBLease{Token: cmp.Or(doc.LeaseToken, doc.PartitionID), AllVersionsAndDeletes: parseCosmosDBMode(doc.Mode)}
 	switch {
-	case doc.skipped != "":
-		return l, doc.skipped
-	case l.Token == "":
-		return l, "no lease token"
-	case strings.TrimSpace(doc.ContinuationToken) == "":
-		return l, cosmosDBNeverCheckpointed
+	case doc.undecodable || l.Token == "" || strings.TrimSpace(doc.ContinuationToken) == "":
+		return l, false
 	case doc.Version == 1:
 		return doc.epkLease(l)
 	case doc.Version != 0:
-		return l, "unknown version"
+		return l, false
 	}
-	var ok bool
-	if l.Continuation, ok = normalizeCosmosDBEtag(doc.ContinuationToken); !ok {
-		return l, "malformed continuation"
-	}
-	return l, ""
+	l.Continuation, ok = normalizeCosmosDBEtag(doc.ContinuationToken)
+	return l, ok
 }
 
-// cosmosDBNeverCheckpointed: a lease the processor has not checkpointed yet.
-const cosmosDBNeverCheckpointed = "never checkpointed"
-
-func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, string) {
+func (doc cosmosDBLeaseDocument) epkLease(l CosmosDBLease) (CosmosDBLease, bool) {
 	r := doc.FeedRange // .NET; Java writes feedRange
 	if doc.JavaFeedRange != nil {
 		r = doc.JavaFeedRange
 	}
 	if r == nil || r.Range.Min == nil || r.Range.Max == nil || *r.Range.Max == "" || strings.ToUpper(*r.Range.Min) >= strings.ToUpper(*r.Range.Max) {
-		return l, "malformed range"
+		return l, false
 	}
 	l.EPK, l.Min, l.Max = true, strings.ToUpper(*r.Range.Min), strings.ToUpper(*r.Range.Max)
 	var ok bool
 	if l.Continuation, ok = normalizeCosmosDBEtag(doc.ContinuationToken); ok {
-		return l, ""
+		return l, true
 	}
 	// Java v4 keeps a Base64 JSON state: the etag is the token of the entry
 	// starting at the lease's min, and the state records the mode.
 	state, ok := decodeCosmosDBJavaState(doc.ContinuationToken)
-	if !ok || len(state.Continuation.Continuation) == 0 {
-		return l, "malformed continuation"
-	}
-	entry := state.Continuation.Continuation[0]
-	for _, e := range state.Continuation.Continuation {
-		if e.Range.Min != nil && strings.EqualFold(*e.Range.Min, l.Min) {
-			entry = e
-			break
-		}
+	if !ok {
+		return l, false
 	}
 	l.AllVersionsAndDeletes = parseCosmosDBMode(state.Mode)
-	if entry.Token == nil {
-		return l, cosmosDBNeverCheckpointed
+	token := state.token(l.Min)
+	if token == nil { // never checkpointed
+		return l, false
 	}
-	if l.Continuation, ok = normalizeCosmosDBEtag(*entry.Token); !ok {
-		return l, "malformed continuation"
-	}
-	return l, ""
+	l.Continuation, ok = normalizeCosmosDBEtag(*token)
+	return l, ok
 }
 
 // cosmosDBJavaState is the Java v4 SDK's change feed state.
@@ -230,16 +189,31 @@ type cosmosDBJavaState struct {
 	}
 }
 
-// decodeCosmosDBJavaState: Java writes URL-safe Base64 with padding
-// (ChangeFeedState.toString, Base64.getUrlEncoder); others are tolerated.
-func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
-	var state cosmosDBJavaState
-	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
-		if raw, err := enc.DecodeString(encoded); err == nil {
-			return state, json.Unmarshal(raw, &state) == nil
+// token is the continuation of the entry starting at min, else of the
+// first entry; nil when there is none or it was never checkpointed.
+func (s cosmosDBJavaState) token(min string) *string {
+	entries := s.Continuation.Continuation
+	for _, e := range entries {
+		if e.Range.Min != nil && strings.EqualFold(*e.Range.Min, min) {
+			return e.Token
 		}
 	}
-	return state, false
+	if len(entries) == 0 {
+		return nil
+	}
+	return entries[0].Token
+}
+
+// decodeCosmosDBJavaState: Java writes URL-safe Base64 with padding
+// (ChangeFeedState.toString, Base64.getUrlEncoder); standard Base64, which
+// a tool or another writer may produce, is the one fallback.
+func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
+	var state cosmosDBJavaState
+	raw, err := base64.URLEncoding.DecodeString(encoded)
+	if err != nil {
+		raw, err = base64.StdEncoding.DecodeString(encoded)
+	}
+	return state, err == nil && json.Unmarshal(raw, &state) == nil
 }
 
 // parseCosmosDBMode reads a mode case-insensitively: .NET v3 writes the A-IM
