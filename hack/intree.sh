@@ -118,7 +118,7 @@
 # filled; SECURITY_REPORT.md likewise from hack/pr/SECURITY_REPORT.md.tmpl.
 # Size limits (checked in "patch" with PATCH_DIR, reported otherwise; an
 # exceeded limit fails the run at the end, after everything is written):
-#   added lines: production Go under pkg/ 1,200; unit tests under pkg/ 2,500;
+#   added lines: production Go under pkg/ 1,300; unit tests under pkg/ 2,500;
 #   tests/ 900; all 5,000
 #   PULL_REQUEST.md: 80 lines, HTML comments left out
 #   the keda-docs page: 300 lines
@@ -150,7 +150,7 @@ our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/
 }
 
 # Size limits of the pull request, in added lines.
-limit_prod=1200
+limit_prod=1300
 limit_unit=2500
 limit_e2e=900
 limit_total=5000
