@@ -44,8 +44,9 @@ intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA
 	hack/intree.sh
 
 PATCH_DIR ?= /tmp/keda-pr
-intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr): three signed-off commits (the scaler; the endpoint rule from hack/pr/endpoint-rule.diff; the e2e suites), PULL_REQUEST.md (at most 80 lines), SECURITY_REPORT.md (private, for KEDA's maintainers), keda-docs.patch (page at most 300 lines); size checks; git am onto a fresh KEDA and build each commit. PATCH=file: the series as one mbox too
-	PATCH_DIR=$(PATCH_DIR) hack/intree.sh patch
+AUTHOR ?=
+intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr), authored and signed off by AUTHOR="Name <email>" (default: git config user.name/user.email; a placeholder is refused): three signed-off commits (the scaler; the endpoint rule from hack/pr/endpoint-rule.diff; the e2e suites), PULL_REQUEST.md (at most 80 lines), SECURITY_REPORT.md (private, for KEDA's maintainers), keda-docs.patch (page at most 300 lines); size checks; git am onto a fresh KEDA and build each commit. PATCH=file: the series as one mbox too
+	PATCH_DIR=$(PATCH_DIR) INTREE_AUTHOR="$(AUTHOR)" hack/intree.sh patch
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
 	hack/e2e-local.sh

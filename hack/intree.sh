@@ -13,6 +13,8 @@
 #                           SECURITY_REPORT.md and keda-docs.patch; print and check their
 #                           sizes; git am the series onto a fresh copy of KEDA and build
 #                           each commit (make intree-patch)
+#   hack/intree.sh author   check the series' author (INTREE_AUTHOR, else git config) as
+#                           make intree-patch does, print it, and exit
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
 #                           the layout (no KEDA, no compiling; tests/repo runs it)
 #
@@ -88,10 +90,16 @@
 #   PATCH               also (or, without PATCH_DIR, only) write the series as one mbox
 #                       file that git am applies (relative to the directory the script
 #                       was started from). hack/e2e-local.sh uses this form.
-#   INTREE_AUTHOR_NAME, INTREE_AUTHOR_EMAIL
-#                       author, committer and Signed-off-by of every commit (default: this
-#                       repository's git config user.name and user.email; an address at
-#                       localhost is refused: KEDA's DCO check needs a real one)
+#   INTREE_AUTHOR       "Name <email>" (make intree-patch AUTHOR="Name <email>"): the
+#                       person who authors, commits and signs off (Signed-off-by) every
+#                       commit of the series; default: this repository's git config
+#                       user.name and user.email. Checked before anything else: with
+#                       PATCH_DIR a missing identity or a placeholder (a name such as
+#                       "Your Name" or "TODO"; an address at example.com, example.org,
+#                       *.example, *.invalid, *.test, localhost ...) is refused, as KEDA's
+#                       DCO check needs the sender's real one; hack/intree.sh author runs
+#                       that check alone. The scratch commit of KEDA's release that the
+#                       series is based on is not part of the series.
 #   INTREE_SERIES       split (default): the three commits above; single: one commit with
 #                       hack/intree-commit-message.txt (only with PATCH alone, for local
 #                       e2e runs: the pull request needs the endpoint rule on its own)
@@ -110,7 +118,7 @@
 # filled; SECURITY_REPORT.md likewise from hack/pr/SECURITY_REPORT.md.tmpl.
 # Size limits (checked in "patch" with PATCH_DIR, reported otherwise; an
 # exceeded limit fails the run at the end, after everything is written):
-#   added lines: production Go under pkg/ 1,200; unit tests under pkg/ 2,500;
+#   added lines: production Go under pkg/ 1,300; unit tests under pkg/ 2,500;
 #   tests/ 900; all 5,000
 #   PULL_REQUEST.md: 80 lines, HTML comments left out
 #   the keda-docs page: 300 lines
@@ -124,9 +132,9 @@ set -uo pipefail
 
 mode=${1:-check}
 case "$mode" in
-check | patch | list) ;;
+check | patch | list | author) ;;
 *)
-	echo "usage: $0 [check|patch|list]" >&2
+	echo "usage: $0 [check|patch|list|author]" >&2
 	exit 2
 	;;
 esac
@@ -142,7 +150,7 @@ our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/
 }
 
 # Size limits of the pull request, in added lines.
-limit_prod=1200
+limit_prod=1300
 limit_unit=2500
 limit_e2e=900
 limit_total=5000
@@ -229,6 +237,67 @@ if [ -n "${INTREE_REF:-}" ]; then
 	}
 fi
 
+# author_identity STRICT: sets author_name and author_email, the person who
+# authors, commits and signs off (Signed-off-by, KEDA's DCO check) every commit
+# of the series: INTREE_AUTHOR ("Name <email>", what make intree-patch
+# AUTHOR=... passes), else this repository's git config user.name and
+# user.email. Returns 1, with the reason on stderr, when there is no such
+# identity; with STRICT=1 (the pull request), also when it is a placeholder:
+# a name like "Your Name" or "TODO", or an address at a domain reserved for
+# examples and tests (example.com, example.org, example.net, *.example,
+# *.invalid, *.test, localhost, *.localhost, *.localdomain).
+author_identity() {
+	local strict=$1 source domain
+	if [ -n "${INTREE_AUTHOR:-}" ]; then
+		source="AUTHOR=\"$INTREE_AUTHOR\""
+		if [[ "$INTREE_AUTHOR" =~ ^[[:space:]]*([^\<\>]*[^\<\>[:space:]])[[:space:]]*\<([^\<\>[:space:]]+)\>[[:space:]]*$ ]]; then
+			author_name=${BASH_REMATCH[1]}
+			author_email=${BASH_REMATCH[2]}
+		else
+			echo "$source is not of the form \"Name <email>\"" >&2
+			return 1
+		fi
+	else
+		source="git config user.name/user.email"
+		author_name=$(cd "$repo" && git config user.name)
+		author_email=$(cd "$repo" && git config user.email)
+	fi
+	local fix="give the person who sends the pull request: make intree-patch AUTHOR=\"Name <email>\" (or git config user.name and user.email)"
+	if [ -z "$author_name" ] || [ -z "$author_email" ]; then
+		echo "no author: $source gives no name or no e-mail address; $fix" >&2
+		return 1
+	fi
+	case "$author_email" in
+	*[[:space:]\<\>]* | @* | *@ | *@*@*) ;;
+	?*@?*.?*) domain=$(echo "${author_email##*@}" | tr 'A-Z' 'a-z') ;;
+	esac
+	if [ -z "${domain:-}" ]; then
+		echo "author address '$author_email' ($source) is not an e-mail address; $fix" >&2
+		return 1
+	fi
+	[ "$strict" = 1 ] || return 0
+	case "$domain" in
+	example.com | example.org | example.net | *.example.com | *.example.org | *.example.net | example | *.example | invalid | *.invalid | test | *.test | localhost | *.localhost | localhost.* | *.localdomain | localdomain)
+		echo "author address '$author_email' ($source) is a placeholder: $domain is reserved for examples and tests, and KEDA's DCO check needs the sender's real address; $fix" >&2
+		return 1
+		;;
+	esac
+	case "$(echo "$author_name" | tr 'A-Z' 'a-z' | tr -s ' ')" in
+	"your name" | "your full name" | "name" | "full name" | "first last" | "firstname lastname" | "john doe" | "jane doe" | todo* | fixme* | tbd | xxx* | "author" | "author name" | "unknown" | "nobody" | "root" | "user" | "keda"*)
+		echo "author name '$author_name' ($source) is a placeholder, not a person; $fix" >&2
+		return 1
+		;;
+	esac
+	return 0
+}
+
+if [ "$mode" = author ]; then
+	# The identity check alone (tests/repo runs it): the pull request's rules.
+	author_identity 1 || exit 1
+	echo "$author_name <$author_email>"
+	exit 0
+fi
+
 if [ "$mode" = list ]; then
 	files=$(select_files "$src")
 	status=$?
@@ -239,6 +308,16 @@ fi
 
 if [ "$mode" = patch ]; then
 	scratch=${INTREE_DIR:-/tmp/keda-intree-patch}
+	# The series is authored, committed and signed off by a person; checked
+	# first, before any work. The pull request (PATCH_DIR) refuses placeholders;
+	# a PATCH file alone (hack/e2e-local.sh; never sent) takes git's identity as
+	# it is configured.
+	strict_author=1
+	[ -z "${PATCH_DIR:-}" ] && [ -n "${PATCH:-}" ] && strict_author=0
+	author_identity "$strict_author" || {
+		[ -n "$src_tmp" ] && rm -rf "$src_tmp"
+		exit 1
+	}
 else
 	scratch=${INTREE_DIR:-/tmp/keda-intree}
 fi
@@ -355,22 +434,6 @@ test_names() {
 	(cd "$scratch" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$@") | sed 's/^func //; s/($//' | grep -v -x TestMain | LC_ALL=C sort -u
 }
 
-# An author KEDA's DCO check accepts.
-author_identity() {
-	author_name=${INTREE_AUTHOR_NAME:-$(cd "$repo" && git config user.name)}
-	author_email=${INTREE_AUTHOR_EMAIL:-$(cd "$repo" && git config user.email)}
-	[ -n "$author_name" ] || fail "no author name: set INTREE_AUTHOR_NAME or git config user.name"
-	case "$(echo "${author_email##*@}" | tr 'A-Z' 'a-z')" in
-	localhost | localhost.* | *.localhost | *.localdomain)
-		fail "author address '$author_email' is at localhost: KEDA's DCO check needs a real address (INTREE_AUTHOR_EMAIL)"
-		;;
-	esac
-	case "$author_email" in
-	?*@?*.?*) ;;
-	*) fail "author address '$author_email' is not an e-mail address: set INTREE_AUTHOR_EMAIL or git config user.email" ;;
-	esac
-}
-
 echo "in-tree $mode of $our_module in KEDA $keda_version"
 echo "    go: $(go version); GOCACHE=$(go env GOCACHE)"
 
@@ -387,8 +450,7 @@ done_step
 
 if [ "$mode" = patch ]; then
 	step "author of the series"
-	author_identity
-	echo "    author, committer and Signed-off-by: $author_name <$author_email>"
+	echo "    author, committer and Signed-off-by of every commit: $author_name <$author_email>"
 	done_step
 fi
 
@@ -499,6 +561,25 @@ run schema.log go run ./schema/generate_scaler_schema.go --keda-version main \
 	--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
 	--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
 (cd "$scratch" && git diff --stat -- schema/generated) | sed 's/^/    /'
+# processorName is a required key whose value may be empty (empty selects the
+# leases without a processor name prefix): the scaler refuses a trigger
+# without it. The schema says "optional" of a key a trigger may leave out, so
+# processorName must not carry it. The file is KEDA's generator's output from
+# the keda struct tag, and KEDA's CI (make verify-scalers-schema) regenerates
+# and compares it, so it is checked here, never edited: the tag is what to fix.
+schema_processor=$(awk '
+	/^ *- type: / { in_scaler = ($3 == "azure-cosmosdb"); in_param = 0; next }
+	in_scaler && /^ *- name: / { in_param = ($3 == "processorName"); if (in_param) found = 1; next }
+	in_scaler && in_param { print }
+	END { if (!found) print "MISSING" }' "$scratch/schema/generated/scalers-schema.yaml")
+if [ "$schema_processor" = MISSING ]; then
+	fail "schema/generated/scalers-schema.yaml has no processorName for azure-cosmosdb"
+elif echo "$schema_processor" | grep -q -E '^ *optional: *true *$'; then
+	echo "    FAILED: schema/generated marks azure-cosmosdb's processorName optional, but the scaler refuses a trigger without it (an empty value is allowed); the generator reads the keda tag of ProcessorName in pkg/scalers/azure_cosmosdb_scaler.go: drop \"optional\" there (the run goes on and fails at the end)"
+	deferred_failures+=("schema: processorName is marked optional; it is a required key that may be empty (the keda tag in pkg/scalers/azure_cosmosdb_scaler.go)")
+else
+	echo "    processorName: required (no \"optional\"), as the scaler requires the key"
+fi
 done_step
 
 step "modules: our packages load from KEDA's go.mod alone"
@@ -726,6 +807,11 @@ else
 		run git-add.log git add -A -f
 		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit.log" 2>&1 || fail "git commit (log: $logdir/git-commit.log)"
 	fi
+	# Every commit of the series is the author's alone: author, committer and
+	# the only Signed-off-by.
+	others=$(cd "$scratch" && git log --format='%h %an <%ae>|%cn <%ce>|%(trailers:key=Signed-off-by,valueonly,separator=;)' "$base..HEAD" |
+		grep -v -x -F -f <(cd "$scratch" && git log --format="%h $author_name <$author_email>|$author_name <$author_email>|$author_name <$author_email>" "$base..HEAD"))
+	[ -n "$others" ] && fail "the series carries another identity than $author_name <$author_email>: $others"
 	(cd "$scratch" && git status --porcelain | grep -q .) && fail "files left out of the series: $(cd "$scratch" && git status --porcelain | head -5)"
 	(cd "$scratch" && git log --reverse --format='    %h %s' "$base..HEAD")
 	(cd "$scratch" && git -c core.quotepath=off diff --stat=100 "$base" HEAD) | sed 's/^/    /'
@@ -831,9 +917,11 @@ else
 		[ -z "$missing" ] || fail "anchors on the page with no heading: $(echo $missing)"
 		docs_git=$logdir/keda-docs
 		rm -rf "$docs_git"
+		docs_on=""
 		if [ -n "${KEDA_DOCS_DIR:-}" ]; then
 			git clone -q --shared "$KEDA_DOCS_DIR" "$docs_git" >"$logdir/docs-clone.log" 2>&1 || fail "git clone $KEDA_DOCS_DIR (log: $logdir/docs-clone.log)"
 			docs_base="kedacore/keda-docs at $(cd "$docs_git" && git log -1 --format='%h (%cs)')"
+			docs_on=$docs_base
 			# Relative links resolve against the docs version; a version that does
 			# not exist yet is checked against the newest one that does.
 			check_ver=$docs_version
@@ -886,7 +974,7 @@ EOF
 	am_dir=$scratch.am
 	fresh_copy "$am_dir"
 	if [ -n "$patch_dir" ]; then am_input=("$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
-	(cd "$am_dir" && git -c user.name=am -c user.email=am@keda.invalid am -q "${am_input[@]}") >"$logdir/git-am.log" 2>&1 || {
+	(cd "$am_dir" && git -c user.name="$author_name" -c user.email="$author_email" -c commit.gpgsign=false am -q "${am_input[@]}") >"$logdir/git-am.log" 2>&1 || {
 		tail -n 30 "$logdir/git-am.log" >&2
 		fail "git am does not apply the series to KEDA $keda_version"
 	}
@@ -896,7 +984,7 @@ EOF
 	for c in $commits; do
 		(cd "$am_dir" && git log -1 --format=%B "$c") | grep -q -x -F "Signed-off-by: $author_name <$author_email>" ||
 			fail "commit $(cd "$am_dir" && git log -1 --format='%h %s' "$c") has no Signed-off-by: $author_name <$author_email>"
-		[ "$(cd "$am_dir" && git log -1 --format='%an <%ae>' "$c")" = "$author_name <$author_email>" ] || fail "commit $c has another author"
+		[ "$(cd "$am_dir" && git log -1 --format='%an <%ae>|%cn <%ce>' "$c")" = "$author_name <$author_email>|$author_name <$author_email>" ] || fail "commit $c has another author or committer"
 	done
 	echo "    $(echo $commits | wc -w) commit(s) applied, each signed off by $author_name <$author_email>; the tree equals the patched one"
 	done_step
@@ -935,29 +1023,28 @@ EOF
 		mapfile -t series_commits < <(cd "$scratch" && git rev-list --reverse "$base..HEAD")
 		(cd "$scratch" && git log -1 --format=%s "${series_commits[0]}") >"$frag/TITLE"
 		(cd "$scratch" && git log --reverse --format='%s' "$base..HEAD") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
-		{
-			echo '```'
-			echo "$size_report"
-			echo '```'
-		} >"$frag/SIZE"
 		# Our unit test files and their top-level tests, as the series leaves them.
 		for f in "${our_tests[@]}"; do
 			names=$(test_names "$f")
 			n=$(echo "$names" | grep -c .)
 			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
 		done >"$frag/TESTS"
-		passed_note="not run on this tree: run \`make intree\` (KEDA's golangci-lint, our unit tests and all of KEDA's tests of the two packages, go vet of the e2e suites)"
+		# What was run on exactly this tree, if make intree recorded it; nothing
+		# is said otherwise (the person who sends the pull request runs it).
 		tree=$(cd "$scratch" && git rev-parse 'HEAD^{tree}')
-		[ -f "$cache/passed/$tree" ] && passed_note=$(cat "$cache/passed/$tree")
+		if [ -f "$cache/passed/$tree" ]; then
+			echo "    make intree passed on this tree: $(cat "$cache/passed/$tree")"
+		else
+			echo "    make intree has not passed on this tree yet: PULL_REQUEST.md says nothing of it; run make intree, then make intree-patch again"
+		fi
 		{
-			echo "$passed_note"
-			echo ""
+			[ -f "$cache/passed/$tree" ] && printf '%s\n\n' "$(cat "$cache/passed/$tree")"
 			echo "\`make intree-patch\`: the series applies with \`git am\` to a \`git init\` copy of KEDA $keda_version and gives the same tree; $([ "$verify" = build ] && echo "each commit passes \`go vet\` (e2e tag included) and builds the operator and adapter, and our unit tests pass at each commit that changes \`pkg/\`" || echo "per-commit builds not checked (INTREE_VERIFY=am)"); the patch adds no requirement to KEDA's \`go.mod\`."
 		} >"$frag/CHECKS"
 		echo "$docs_page" >"$frag/DOCS_PAGE"
 		echo "$keda_version" >"$frag/KEDA_VERSION"
 		{
-			echo "\`keda-docs.patch\` (beside this file) adds \`$docs_page\`, generated from this repository's \`docs/azure-cosmosdb.md\`; it is based on $docs_base."
+			echo "The scaler's reference page, \`$docs_page\` of kedacore/keda-docs, is in the docs pull request linked below${docs_on:+ (based on $docs_on)}."
 			[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
 		} >"$frag/DOCS"
 		# The fix commit: its place in the series, its patch file, its files and tests.

@@ -229,3 +229,125 @@ func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
 		}
 	}
 }
+
+// The pull request's series is authored and signed off by the person who
+// sends it: make intree-patch AUTHOR="Name <email>" (else git's user.name and
+// user.email). hack/intree.sh author runs the check make intree-patch runs
+// first: a placeholder or missing identity is refused with a message saying
+// how to give one, a person's identity is accepted as given.
+func TestInTreePatchAuthorIsAPerson(t *testing.T) {
+	author := func(identity string, extraEnv ...string) (string, error) {
+		cmd := exec.Command("bash", "hack/intree.sh", "author")
+		cmd.Dir = root
+		// An isolated git config: the machine's identity must not decide the case.
+		home := t.TempDir()
+		cmd.Env = append(os.Environ(), "INTREE_AUTHOR="+identity, "HOME="+home, "XDG_CONFIG_HOME="+home,
+			"GIT_CONFIG_GLOBAL="+filepath.Join(home, "gitconfig"), "GIT_CONFIG_NOSYSTEM=1")
+		cmd.Env = append(cmd.Env, extraEnv...)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	for _, identity := range []string{
+		"Your Name <you@example.com>",
+		"Ann Lee <ann@example.org>",
+		"Ann Lee <ann@keda.invalid>",
+		"Ann Lee <ann@localhost>",
+		"TODO <ann@lee.dev>",
+		"Ann Lee",
+		"Ann Lee <not-an-address>",
+	} {
+		out, err := author(identity)
+		if err == nil {
+			t.Errorf("AUTHOR=%q accepted (%s); want it refused", identity, out)
+		} else if !strings.Contains(out, `AUTHOR="Name <email>"`) && !strings.Contains(out, "is not of the form") {
+			t.Errorf("AUTHOR=%q refused without saying how to give an identity: %s", identity, out)
+		}
+	}
+	// No AUTHOR and no git identity: refused.
+	if out, err := author("", "GIT_DIR="+filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Errorf("no AUTHOR and no git identity accepted: %s", out)
+	}
+	for _, identity := range []string{"Ann Lee <ann@lee.dev>", "Ann Lee <1234+annlee@users.noreply.github.com>"} {
+		out, err := author(identity)
+		if err != nil || out != identity {
+			t.Errorf("AUTHOR=%q: got %q, %v; want it accepted as given", identity, out, err)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^\s+.*INTREE_AUTHOR="\$\(AUTHOR\)" hack/intree.sh patch$`).MatchString(readRepoFile(t, "Makefile")) {
+		t.Error("make intree-patch does not pass AUTHOR to hack/intree.sh patch")
+	}
+}
+
+// The pull request's text says what a reviewer can check: the title, commit 1
+// and the body never claim "every lease" (never-checkpointed and undecodable
+// documents are not counted), list the retried statuses exactly, say the poll
+// "logs counts", and carry no size verdict, no "not run on this tree" and no
+// local file; the private report says nothing of what its authors did not
+// read; no text states what KEDA's test processor image reads from.
+func TestPullRequestTextIsCheckable(t *testing.T) {
+	commit1 := readRepoFile(t, "hack/intree-commit-message.txt")
+	body := readRepoFile(t, "hack/pr/PULL_REQUEST.md.tmpl")
+	e2e := readRepoFile(t, "hack/intree-commit-message-e2e.txt")
+	report := readRepoFile(t, "hack/pr/SECURITY_REPORT.md.tmpl")
+	script := readRepoFile(t, "hack/intree.sh")
+	for name, text := range map[string]string{"hack/intree-commit-message.txt": commit1, "hack/pr/PULL_REQUEST.md.tmpl": body} {
+		if m := regexp.MustCompile(`(?i)every\s+lease`).FindString(text); m != "" {
+			t.Errorf("%s says %q: leases without a continuation and undecodable documents are not counted", name, m)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), "408, 429, 449, 500, 502, 503 and 504") {
+			t.Errorf("%s does not list the retried statuses exactly (408, 429, 449, 500, 502, 503 and 504)", name)
+		}
+		if !strings.Contains(text, "logs counts") || strings.Contains(text, "logs the leases") {
+			t.Errorf("%s: the V(1) line logs counts, not the leases", name)
+		}
+	}
+	for _, bad := range []string{"not run on this tree", "@@SIZE@@", "beside this file", "/tmp/", "limit "} {
+		if strings.Contains(body, bad) || (bad != "limit " && strings.Contains(script, "echo \""+bad)) {
+			t.Errorf("PULL_REQUEST.md would say %q", bad)
+		}
+	}
+	if strings.Contains(script, `"$frag/SIZE"`) || strings.Contains(script, "not run on this tree") {
+		t.Error("hack/intree.sh still writes a size verdict or \"not run on this tree\" into PULL_REQUEST.md")
+	}
+	if m := regexp.MustCompile(`(?i)black-box|did not read|not read by|without reading|unread`).FindString(report); m != "" {
+		t.Errorf("SECURITY_REPORT.md.tmpl says %q: it states what was tested, not what its authors did not read", m)
+	}
+	if strings.Contains(e2e, "20,000") {
+		t.Error("commit 3 compares with a 20,000 RU/s container")
+	}
+	for name, text := range map[string]string{"commit 3": e2e, "PULL_REQUEST.md": body} {
+		if m := regexp.MustCompile(`(?i)(image|processor)[^.]*\breads? (from|only|after)`).FindString(text); m != "" {
+			t.Errorf("%s states what the test processor image reads: %q", name, m)
+		}
+	}
+	if !strings.Contains(body, "### Why one pull request") {
+		t.Error("PULL_REQUEST.md has no \"Why one pull request\" paragraph")
+	}
+}
+
+// Each e2e suite states its worst case in its header, the sum of every wait
+// and timeout with its terms; the terms add up to the total, which stays under
+// 15 minutes (KEDA's runner gives a test 20).
+func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
+	total := regexp.MustCompile(`Worst case, the sum of every wait and timeout below, in seconds[^:]*:((?:[^=])+)= (\d+) s`)
+	for _, suite := range []string{"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go", "tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go"} {
+		header := strings.ReplaceAll(readRepoFile(t, suite), "\n//", "")
+		m := total.FindStringSubmatch(header)
+		if m == nil {
+			t.Errorf("%s states no worst case (\"Worst case, the sum of every wait and timeout below, in seconds ...: a + b = N s\")", suite)
+			continue
+		}
+		sum := 0
+		for _, term := range regexp.MustCompile(`(\d+)(?:\s*\+|\s*$)`).FindAllStringSubmatch(strings.TrimSpace(m[1]), -1) {
+			n, _ := strconv.Atoi(term[1])
+			sum += n
+		}
+		stated, _ := strconv.Atoi(m[2])
+		if sum != stated {
+			t.Errorf("%s: the worst case's terms add up to %d s, the header says %d s", suite, sum, stated)
+		}
+		if stated >= 15*60 {
+			t.Errorf("%s: worst case %d s, not under 15 minutes", suite, stated)
+		}
+	}
+}

@@ -1,5 +1,4 @@
 //go:build e2e
-// +build e2e
 
 package helper
 
@@ -20,31 +19,94 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kedacore/keda/v2/tests/helper"
 )
 
-// CosmosDBHelper prepares an account for the azure-cosmosdb e2e tests and
-// reads what the change feed processor they scale (KEDA's test image, the .NET
-// SDK's processor) writes there: a database, a monitored container with the
-// physical partitions a suite needs, a lease container, items, and the leases.
-//
-// It speaks the REST API with the account key, so the tests need no Cosmos DB
-// SDK: the physical partition key ranges and one range's change feed, which
-// the tests read, are not exposed by the Go SDK anyway.
+// The suites' Secret (the connection string) and the Deployment of KEDA's
+// test processor image, configured with the helper's names.
+const (
+	CosmosDBSecretTemplate = `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{.SecretName}}
+  namespace: {{.TestNamespace}}
+data:
+  connection: {{.Connection}}
+`
+	CosmosDBProcessorTemplate = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{.DeploymentName}}
+  namespace: {{.TestNamespace}}
+  labels:
+    app: {{.DeploymentName}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: {{.DeploymentName}}
+  template:
+    metadata:
+      labels:
+        app: {{.DeploymentName}}
+    spec:
+      containers:
+        - name: {{.DeploymentName}}
+          image: ghcr.io/kedacore/tests-azure-cosmosdb
+          env:
+            - name: RUN_MODE
+              value: processor
+            - name: CosmosDbConfig__Connection
+              valueFrom:
+                secretKeyRef:
+                  name: {{.SecretName}}
+                  key: connection
+            - name: CosmosDbConfig__DatabaseId
+              value: {{.DatabaseID}}
+            - name: CosmosDbConfig__ContainerId
+              value: {{.ContainerID}}
+            - name: CosmosDbConfig__LeaseDatabaseId
+              value: {{.DatabaseID}}
+            - name: CosmosDbConfig__LeaseContainerId
+              value: {{.LeaseContainerID}}
+            - name: CosmosDbConfig__ProcessorName
+              value: {{.ProcessorName}}
+`
+)
+
+// CosmosDBHelper prepares an account for the azure-cosmosdb e2e tests (a
+// database, monitored containers, a lease container, items) and reads the
+// leases. It speaks the REST API with the account key: the physical partition
+// key ranges and one range's change feed are not exposed by the Go SDK.
 type CosmosDBHelper struct {
 	endpoint string
 	key      []byte
 	client   *http.Client
-	ranges   []string // ids of the monitored container's physical partitions
+	dbRID    string
 
 	DatabaseID       string
-	ContainerID      string
+	Container        CosmosDBContainer // the monitored container
 	LeaseContainerID string
 	ProcessorName    string
 }
 
-// CosmosDBLag is what the processor's leases show.
+// CosmosDBContainer is a monitored container and its physical partitions.
+type CosmosDBContainer struct {
+	ID     string
+	rid    string
+	ranges []string // partition key range ids
+}
+
+// PartitionCount is the number of physical partitions of the container.
+func (c CosmosDBContainer) PartitionCount() int { return len(c.ranges) }
+
+// CosmosDBLag is what a processor's leases show.
 type CosmosDBLag struct {
 	Leases       int // lease documents (not the .info and .lock documents)
 	Checkpointed int // leases that carry a continuation
@@ -73,9 +135,8 @@ func NewCosmosDBHelper(t *testing.T, connectionString, testName string) *CosmosD
 	return &CosmosDBHelper{
 		endpoint:         strings.TrimSuffix(endpoint, "/"),
 		key:              decodedKey,
-		client:           &http.Client{Timeout: 30 * time.Second},
+		client:           &http.Client{Timeout: 20 * time.Second},
 		DatabaseID:       fmt.Sprintf("%s-db-%d", testName, suffix),
-		ContainerID:      "items",
 		LeaseContainerID: "leases",
 		ProcessorName:    fmt.Sprintf("%s-processor-%d", testName, suffix),
 	}
@@ -84,39 +145,57 @@ func NewCosmosDBHelper(t *testing.T, connectionString, testName string) *CosmosD
 // Endpoint is the account endpoint, as a trigger names it for bearer tokens.
 func (c *CosmosDBHelper) Endpoint() string { return c.endpoint + "/" }
 
-// PartitionCount is the number of physical partitions of the monitored container.
-func (c *CosmosDBHelper) PartitionCount() int { return len(c.ranges) }
+// CleanupTimeout bounds each deletion a cleanup makes.
+const CleanupTimeout = 30 * time.Second
 
-// CreateContainers creates the database, the monitored container with the given
-// number of physical partitions, and a one-partition lease container, both
-// partitioned by /id as the processor image would create them.
-//
-// Each gets the least throughput that yields its partitions: a physical
-// partition serves at most 10,000 RU/s, and a new autoscale container gets one
-// per 10,000 RU/s of its maximum (learn.microsoft.com/azure/cosmos-db/:
-// concepts-limits, scaling-provisioned-throughput-best-practices, autoscale-faq).
-// So n partitions take a maximum of (n-1)*10,000 + 1,000 (maxima step by
-// 1,000): 1,000, the lowest, for one; 11,000 for two. Autoscale bills each hour
-// from 10% of the maximum (100 or 1,100 RU/s) at 1.5 times the manual rate;
-// manual throughput would bill 400 RU/s, or over 6,000 for two partitions (a
-// new manual container gets one per 6,000 RU/s), every hour. Serverless
-// accounts refuse throughput: the suites need a provisioned-throughput account.
-func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T, partitions int) {
-	_, err := c.send(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": c.DatabaseID})
+// CreateNamespace creates the suite's namespace, within 30 s, after
+// registering its deletion (t.Cleanup; KEDA's DeleteNamespace, which does not
+// wait for the namespace to go, so a suite's worst case stays bounded).
+func CreateNamespace(t *testing.T, kc *kubernetes.Clientset, name string) {
+	t.Cleanup(func() { helper.DeleteNamespace(t, name) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"type": "e2e"}}}, metav1.CreateOptions{})
+	require.NoErrorf(t, err, "cannot create namespace %s", name)
+}
+
+// CreateDatabase creates the database with a one-partition monitored
+// container ("items") and a one-partition lease container, both partitioned
+// by /id and given 1,000 RU/s autoscale, the least there is. The database's
+// deletion is registered (t.Cleanup) before it is created, and deletes the
+// containers with it.
+func (c *CosmosDBHelper) CreateDatabase(ctx context.Context, t *testing.T) {
+	t.Cleanup(func() { c.delete(t, "dbs/"+c.DatabaseID) })
+	reply, err := c.send(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": c.DatabaseID})
 	require.NoErrorf(t, err, "cannot create database %s", c.DatabaseID)
-	dbLink := "dbs/" + c.DatabaseID
-	for id, n := range map[string]int{c.ContainerID: partitions, c.LeaseContainerID: 1} {
-		headers := map[string]string{"x-ms-cosmos-offer-autopilot-settings": fmt.Sprintf(`{"maxThroughput":%d}`, (n-1)*10000+1000)}
-		_, err = c.send(ctx, http.MethodPost, dbLink+"/colls", headers, map[string]any{
-			"id":           id,
-			"partitionKey": map[string]any{"paths": []string{"/id"}, "kind": "Hash", "version": 2},
-		})
-		require.NoErrorf(t, err, "cannot create container %s", id)
-	}
+	c.dbRID = rid(t, reply)
+	c.Container = c.createContainer(ctx, t, "items", 1)
+	c.createContainer(ctx, t, c.LeaseContainerID, 1)
+}
 
-	link := c.containerLink(c.ContainerID)
+// CreateContainer creates another monitored container with at least the
+// given number of physical partitions; its deletion is registered (t.Cleanup)
+// before it is created, so it goes when t (a step's subtest) ends.
+//
+// A container gets the least autoscale maximum that yields its partitions:
+// one per 10,000 RU/s of the maximum (learn.microsoft.com/azure/cosmos-db/:
+// concepts-limits, scaling-provisioned-throughput-best-practices), so n
+// partitions take (n-1)*10,000 + 1,000 RU/s: 11,000 for two.
+func (c *CosmosDBHelper) CreateContainer(ctx context.Context, t *testing.T, id string, partitions int) CosmosDBContainer {
+	t.Cleanup(func() { c.delete(t, c.containerLink(id)) })
+	return c.createContainer(ctx, t, id, partitions)
+}
+
+func (c *CosmosDBHelper) createContainer(ctx context.Context, t *testing.T, id string, partitions int) CosmosDBContainer {
+	headers := map[string]string{"x-ms-cosmos-offer-autopilot-settings": fmt.Sprintf(`{"maxThroughput":%d}`, (partitions-1)*10000+1000)}
+	reply, err := c.send(ctx, http.MethodPost, "dbs/"+c.DatabaseID+"/colls", headers, map[string]any{
+		"id":           id,
+		"partitionKey": map[string]any{"paths": []string{"/id"}, "kind": "Hash", "version": 2},
+	})
+	require.NoErrorf(t, err, "cannot create container %s", id)
+	container := CosmosDBContainer{ID: id, rid: rid(t, reply)}
 	for continuation := ""; ; {
-		reply, err := c.send(ctx, http.MethodGet, link+"/pkranges", map[string]string{"x-ms-continuation": continuation}, nil)
+		reply, err := c.send(ctx, http.MethodGet, c.containerLink(id)+"/pkranges", map[string]string{"x-ms-continuation": continuation}, nil)
 		require.NoError(t, err, "cannot read the partition key ranges")
 		var page struct {
 			PartitionKeyRanges []struct {
@@ -125,28 +204,59 @@ func (c *CosmosDBHelper) CreateContainers(ctx context.Context, t *testing.T, par
 		}
 		require.NoError(t, json.Unmarshal(reply.body, &page), "cannot decode the partition key ranges")
 		for _, r := range page.PartitionKeyRanges {
-			c.ranges = append(c.ranges, r.ID)
+			container.ranges = append(container.ranges, r.ID)
 		}
 		if continuation = reply.header.Get("x-ms-continuation"); continuation == "" {
 			break
 		}
 	}
-	require.GreaterOrEqualf(t, len(c.ranges), partitions, "the monitored container should have at least %d physical partitions", partitions)
-	t.Logf("container %s/%s has %d physical partition(s)", c.DatabaseID, c.ContainerID, len(c.ranges))
+	require.GreaterOrEqualf(t, len(container.ranges), partitions, "container %s should have at least %d physical partitions", id, partitions)
+	t.Logf("container %s/%s has %d physical partition(s)", c.DatabaseID, id, len(container.ranges))
+	return container
 }
 
-// DeleteDatabase deletes the database and with it both containers.
-func (c *CosmosDBHelper) DeleteDatabase(ctx context.Context, t *testing.T) {
-	link := "dbs/" + c.DatabaseID
-	if _, err := c.send(ctx, http.MethodDelete, link, nil, nil); err != nil {
-		t.Errorf("cannot delete database %s: %v", c.DatabaseID, err)
+// WriteLeases writes, for each physical partition of the container, the
+// lease a .NET change feed processor named processor writes once it has
+// checkpointed there (a partition key range lease: id
+// <processor><host>_<database rid>_<container rid>..<range id>, the range id
+// as LeaseToken, the etag of the partition's change feed end as
+// ContinuationToken), so that a step can measure lag without starting a
+// processor.
+func (c *CosmosDBHelper) WriteLeases(ctx context.Context, t *testing.T, container CosmosDBContainer, processor string) {
+	host := strings.TrimPrefix(strings.TrimPrefix(c.endpoint, "https://"), "http://")
+	host, _, _ = strings.Cut(host, ":")
+	for _, r := range container.ranges {
+		_, end, err := c.readChangeFeed(ctx, container.ID, r, "*")
+		require.NoErrorf(t, err, "cannot read the change feed of partition %s", r)
+		id := fmt.Sprintf("%s%s_%s_%s..%s", processor, host, c.dbRID, container.rid, r)
+		_, err = c.send(ctx, http.MethodPost, c.containerLink(c.LeaseContainerID)+"/docs", map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf("[%q]", id)},
+			map[string]any{"id": id, "version": 0, "LeaseToken": r, "ContinuationToken": end, "Owner": "", "properties": map[string]string{}, "timestamp": time.Now().UTC().Format(time.RFC3339)})
+		require.NoErrorf(t, err, "cannot write lease %s", id)
 	}
+}
+
+// delete deletes a resource (a 404 is no error), within CleanupTimeout of its own.
+func (c *CosmosDBHelper) delete(t *testing.T, link string) {
+	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout)
+	defer cancel()
+	if reply, err := c.send(ctx, http.MethodDelete, link, nil, nil); err != nil && reply.status != http.StatusNotFound {
+		t.Errorf("cannot delete %s: %v", link, err)
+	}
+}
+
+func rid(t *testing.T, reply cosmosDBReply) string {
+	var resource struct {
+		RID string `json:"_rid"`
+	}
+	require.NoError(t, json.Unmarshal(reply.body, &resource), "cannot decode a created resource")
+	require.NotEmpty(t, resource.RID, "a created resource has no _rid")
+	return resource.RID
 }
 
 // InsertItems writes n items with random ids, so random partitions. Each write
 // is one transaction: one more item of lag in the partition it lands in.
-func (c *CosmosDBHelper) InsertItems(ctx context.Context, t *testing.T, n int) {
-	link := c.containerLink(c.ContainerID)
+func (c *CosmosDBHelper) InsertItems(ctx context.Context, t *testing.T, container CosmosDBContainer, n int) {
+	link := c.containerLink(container.ID)
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("item-%d-%d", time.Now().UnixNano(), helper.GetRandomNumber())
 		_, err := c.send(ctx, http.MethodPost, link+"/docs", map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf("[%q]", id)},
@@ -156,19 +266,19 @@ func (c *CosmosDBHelper) InsertItems(ctx context.Context, t *testing.T, n int) {
 }
 
 // InsertItemsIntoEveryPartition writes n items, then more until every
-// partition has received some.
-func (c *CosmosDBHelper) InsertItemsIntoEveryPartition(ctx context.Context, t *testing.T, n int) {
-	ends := make(map[string]string, len(c.ranges))
-	for _, r := range c.ranges {
+// partition of the container has received some.
+func (c *CosmosDBHelper) InsertItemsIntoEveryPartition(ctx context.Context, t *testing.T, container CosmosDBContainer, n int) {
+	ends := make(map[string]string, len(container.ranges))
+	for _, r := range container.ranges {
 		var err error
-		_, ends[r], err = c.readChangeFeed(ctx, r, "*")
+		_, ends[r], err = c.readChangeFeed(ctx, container.ID, r, "*")
 		require.NoErrorf(t, err, "cannot read the change feed of partition %s", r)
 	}
-	c.InsertItems(ctx, t, n)
+	c.InsertItems(ctx, t, container, n)
 	for round := 1; ; round++ {
 		missed := 0
-		for _, r := range c.ranges {
-			count, _, err := c.readChangeFeed(ctx, r, ends[r])
+		for _, r := range container.ranges {
+			count, _, err := c.readChangeFeed(ctx, container.ID, r, ends[r])
 			require.NoErrorf(t, err, "cannot read the change feed of partition %s", r)
 			if count == 0 {
 				missed++
@@ -178,21 +288,21 @@ func (c *CosmosDBHelper) InsertItemsIntoEveryPartition(ctx context.Context, t *t
 			return
 		}
 		require.Lessf(t, round, 10, "%d partition(s) got none of the items after %d rounds of writes", missed, round)
-		c.InsertItems(ctx, t, 5*len(c.ranges))
+		c.InsertItems(ctx, t, container, 5*len(container.ranges))
 	}
 }
 
-// ReadLag reads the processor's leases (documents whose id starts with the
-// processor name and holds "..") and counts the items written after each
-// lease's continuation, reading the partition's change feed from there. A
-// fresh container's leases are the .NET processor's partition key range
+// ReadLag reads the leases of a processor of the container (documents whose
+// id starts with the processor name and holds "..") and counts the items
+// written after each lease's continuation, reading the partition's change
+// feed from there. A fresh container's leases are partition key range
 // leases: the lease token is a range id, the continuation a quoted LSN.
-func (c *CosmosDBHelper) ReadLag(ctx context.Context) (CosmosDBLag, error) {
+func (c *CosmosDBHelper) ReadLag(ctx context.Context, container CosmosDBContainer, processor string) (CosmosDBLag, error) {
 	var lag CosmosDBLag
 	link := c.containerLink(c.LeaseContainerID)
 	query := map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
-		"parameters": []map[string]string{{"name": "@processor", "value": c.ProcessorName}},
+		"parameters": []map[string]string{{"name": "@processor", "value": processor}},
 	}
 	for continuation := ""; ; {
 		reply, err := c.send(ctx, http.MethodPost, link+"/docs", map[string]string{
@@ -227,7 +337,7 @@ func (c *CosmosDBHelper) ReadLag(ctx context.Context) (CosmosDBLag, error) {
 			if _, err := strconv.ParseInt(etag, 10, 64); err == nil {
 				etag = strconv.Quote(etag)
 			}
-			pending, _, err := c.readChangeFeed(ctx, lease.LeaseToken, etag)
+			pending, _, err := c.readChangeFeed(ctx, container.ID, lease.LeaseToken, etag)
 			if err != nil {
 				return lag, fmt.Errorf("lease %s: %w", lease.LeaseToken, err)
 			}
@@ -242,27 +352,27 @@ func (c *CosmosDBHelper) ReadLag(ctx context.Context) (CosmosDBLag, error) {
 	}
 }
 
-// WaitForCheckpoints waits up to five minutes for the processor to hold a
-// lease for every partition, each checkpointed at the end of its partition's
-// change feed. A .NET processor checkpoints a lease only after processing a
-// batch from it, so while some lease has no continuation, every partition is
-// written to (again every 30 seconds: a processor that reads from "now" skips
-// what was written before it started).
-func (c *CosmosDBHelper) WaitForCheckpoints(ctx context.Context, t *testing.T) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+// WaitForCheckpoints waits up to timeout for the processor (ProcessorName) to
+// hold a lease for every partition of the monitored container, each with a
+// continuation at the end of its partition's change feed. While some lease
+// has no continuation, every partition is written to, again every 30 seconds,
+// so that the processor has a batch to checkpoint.
+func (c *CosmosDBHelper) WaitForCheckpoints(ctx context.Context, t *testing.T, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	n := c.Container.PartitionCount()
 	var lag CosmosDBLag
 	var wrote time.Time
 	err := helper.KedaEventually(ctx, func(ctx context.Context) (bool, error) {
 		var err error
-		if lag, err = c.ReadLag(ctx); err != nil {
+		if lag, err = c.ReadLag(ctx, c.Container, c.ProcessorName); err != nil {
 			return false, err
 		}
-		if lag.Leases >= len(c.ranges) && lag.Checkpointed < lag.Leases && time.Since(wrote) > 30*time.Second {
-			c.InsertItemsIntoEveryPartition(ctx, t, 2*len(c.ranges))
+		if lag.Leases >= n && lag.Checkpointed < lag.Leases && time.Since(wrote) > 30*time.Second {
+			c.InsertItemsIntoEveryPartition(ctx, t, c.Container, 2*n)
 			wrote = time.Now()
 		}
-		return lag.Leases >= len(c.ranges) && lag.Checkpointed == lag.Leases && lag.Pending == 0, nil
+		return lag.Leases >= n && lag.Checkpointed == lag.Leases && lag.Pending == 0, nil
 	}, 5*time.Second)
 	t.Logf("leases of %s: %+v (%v)", c.ProcessorName, lag, err)
 	return err == nil
@@ -275,8 +385,8 @@ func (c *CosmosDBHelper) containerLink(id string) string {
 // readChangeFeed reads one partition's change feed after etag (a quoted LSN,
 // or "*" for now) to its end, returning how many items it holds and the etag
 // of its end.
-func (c *CosmosDBHelper) readChangeFeed(ctx context.Context, rangeID, etag string) (int, string, error) {
-	link := c.containerLink(c.ContainerID)
+func (c *CosmosDBHelper) readChangeFeed(ctx context.Context, containerID, rangeID, etag string) (int, string, error) {
+	link := c.containerLink(containerID)
 	count := 0
 	for {
 		reply, err := c.send(ctx, http.MethodGet, link+"/docs", map[string]string{
@@ -361,7 +471,11 @@ func (c *CosmosDBHelper) send(ctx context.Context, method, path string, headers 
 		case resp.StatusCode < 300 || resp.StatusCode == http.StatusNotModified:
 			return reply, nil
 		case (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && attempt < 5:
-			time.Sleep(time.Duration(attempt) * time.Second)
+			select { // within ctx, which bounds every request of a step
+			case <-ctx.Done():
+				return reply, ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
 		default:
 			return reply, fmt.Errorf("%s %s: HTTP %d (substatus %s): %s", method, path, resp.StatusCode, resp.Header.Get("x-ms-substatus"), reply.body)
 		}
