@@ -279,3 +279,4 @@ func FuzzLeaseDocument(f *testing.F) {
 		}
 	})
 }
+

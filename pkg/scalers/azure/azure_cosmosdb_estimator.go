@@ -96,22 +96,16 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 // counts stale parents; any other failure fails the estimate, never a
 // partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	scope, fresh, err := e.resolveScope(ctx, false)
+	scope, err := e.resolveScope(ctx)
 	if err != nil {
 		return CosmosDBLagEstimate{}, err
 	}
-	res, strangers, err := e.attempt(ctx, scope, false)
-	if err == nil && len(res.Leases) == 0 && strangers > 0 && !fresh {
-		// The leases name another container: it was recreated? Re-read RIDs.
-		if scope, _, err = e.resolveScope(ctx, true); err == nil {
-			res, _, err = e.attempt(ctx, scope, false)
-		}
-	}
+	res, err := e.attempt(ctx, scope, false)
 	if errors.Is(err, errCosmosDBStaleParent) {
 		e.mu.Lock()
 		e.ranges = nil
 		e.mu.Unlock()
-		res, _, err = e.attempt(ctx, scope, true)
+		res, err = e.attempt(ctx, scope, true)
 		res.SplitRetried = true
 	}
 	if err != nil {
@@ -122,14 +116,14 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 
 // attempt reads the leases, then their positions under an errgroup's
 // limit; a stale parent is an error before the final attempt.
-func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, int, error) {
-	leases, strangers, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, error) {
+	leases, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
 	if err != nil {
-		return CosmosDBLagEstimate{}, 0, err
+		return CosmosDBLagEstimate{}, err
 	}
 	ranges, err := e.liveRanges(ctx, leases)
 	if err != nil {
-		return CosmosDBLagEstimate{}, 0, err
+		return CosmosDBLagEstimate{}, err
 	}
 	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
 	g, gctx := errgroup.WithContext(ctx)
@@ -145,7 +139,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return CosmosDBLagEstimate{}, strangers, err
+		return CosmosDBLagEstimate{}, err
 	}
 	for _, l := range res.Leases {
 		if l.StaleParent {
@@ -153,7 +147,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 		}
 	}
 	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })
-	return res, strangers, nil
+	return res, nil
 }
 
 // liveRanges returns the monitored container's live ranges when an EPK
@@ -177,27 +171,27 @@ func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context, leases []CosmosDB
 	return ranges, err
 }
 
-// resolveScope reads the RIDs the leases name the container by, once or on a refresh.
-func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context, refresh bool) (cosmosDBLeaseScope, bool, error) {
+// resolveScope reads the RIDs the leases name the container by, once.
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseScope, error) {
 	e.mu.Lock()
 	cached := e.scope
 	e.mu.Unlock()
-	if cached != nil && !refresh {
-		return *cached, false, nil
+	if cached != nil {
+		return *cached, nil
 	}
 	n := e.names
 	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
 	if s.databaseRID, err = e.readRID(ctx, "read database "+n.Database, "dbs", n.Database); err != nil {
-		return s, false, err
+		return s, err
 	}
 	if s.containerRID, err = e.readRID(ctx, "read container "+n.Database+"/"+n.Container, "dbs", n.Database, "colls", n.Container); err != nil {
-		return s, false, err
+		return s, err
 	}
 	e.mu.Lock()
 	e.scope = &s
 	e.mu.Unlock()
-	return s, true, nil
+	return s, nil
 }
 
 func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, path ...string) (string, error) {

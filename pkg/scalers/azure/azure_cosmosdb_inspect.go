@@ -159,7 +159,7 @@ func (r *CosmosDBRecorder) Inspect(e *CosmosDBLagEstimator, estimate CosmosDBLag
 		}
 		owners := cosmosDBOwners(body)
 		for _, doc := range documents {
-			if !scope.owns(doc.ID, false) {
+			if !scope.owns(doc.ID) {
 				continue
 			}
 			if l, ok := doc.lease(); ok {

@@ -28,9 +28,8 @@ type cosmosDBLeaseScope struct {
 	databaseID, containerID   string
 }
 
-// owns reports whether id is a lease of the scope; anyContainer relaxes the
-// container part, to notice stale RIDs.
-func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
+// owns reports whether id is a lease of the scope.
+func (s cosmosDBLeaseScope) owns(id string) bool {
 	rest, ok := strings.CutPrefix(id, s.processor)
 	if !ok {
 		return false
@@ -38,9 +37,6 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 	host, container, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
 	if !ok || cosmosDBAccountName(host) != s.account {
 		return false
-	}
-	if anyContainer {
-		return strings.Contains(container, "..")
 	}
 	for _, names := range [][2]string{{s.databaseRID, s.containerRID}, {s.databaseID, s.containerID}} {
 		if token, ok := strings.CutPrefix(container, names[0]+"_"+names[1]+".."); ok && token != "" && names[0] != "" && names[1] != "" {
@@ -52,15 +48,14 @@ func (s cosmosDBLeaseScope) owns(id string, anyContainer bool) bool {
 
 // readCosmosDBLeases reads every page of the documents whose id starts with
 // the processor name, in pages of 1,000 (the lease query is a poll's serial
-// part), and returns the scope's leases and how many documents name another
-// container of this processor (strangers).
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, strangers int, err error) {
+// part), and returns the scope's leases.
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
 		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
@@ -75,17 +70,13 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
 		for _, doc := range documents {
-			if !scope.owns(doc.ID, false) {
-				if scope.owns(doc.ID, true) {
-					strangers++
-				}
-			} else if l, ok := doc.lease(); ok {
+			if l, ok := doc.lease(); ok && scope.owns(doc.ID) {
 				leases = append(leases, l)
 			}
 		}
 		return nil
 	})
-	return leases, strangers, err
+	return leases, err
 }
 
 // decodeCosmosDBLeasePage decodes a page's documents; when one does not

@@ -746,3 +746,21 @@ func TestCosmosDBSummarize(t *testing.T) {
 		})
 	}
 }
+
+// Java writes its change feed state in URL-safe Base64 with padding; standard
+// Base64 is read as the one fallback. "~~~" makes the two encodings differ.
+func TestCosmosDBJavaStateEncodings(t *testing.T) {
+	raw := []byte(`{"Mode":"FULL_FIDELITY","Pad":"~~~?>","Continuation":{"Continuation":[{"token":"\"42\"","range":{"min":""}}]}}`)
+	require.NotEqual(t, base64.URLEncoding.EncodeToString(raw), base64.StdEncoding.EncodeToString(raw))
+	for name, enc := range map[string]*base64.Encoding{"URL-safe, as Java writes it": base64.URLEncoding, "standard": base64.StdEncoding} {
+		t.Run(name, func(t *testing.T) {
+			state, ok := decodeCosmosDBJavaState(enc.EncodeToString(raw))
+			require.True(t, ok)
+			require.NotNil(t, state.token(""))
+			assert.Equal(t, `"42"`, *state.token(""))
+			assert.True(t, parseCosmosDBMode(state.Mode))
+		})
+	}
+	_, ok := decodeCosmosDBJavaState("not base64 at all!")
+	assert.False(t, ok)
+}
