@@ -279,4 +279,3 @@ func FuzzLeaseDocument(f *testing.F) {
 		}
 	})
 }
-
