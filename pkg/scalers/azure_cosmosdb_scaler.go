@@ -30,9 +30,7 @@ type azureCosmosDBScaler struct {
 	logger     logr.Logger
 }
 
-// azureCosmosDBMetadata is the trigger's configuration. processorName must
-// be present; empty, it selects a processor without a prefix (an Azure
-// Functions app without LeaseContainerPrefix).
+// azureCosmosDBMetadata is the trigger's configuration.
 type azureCosmosDBMetadata struct {
 	DatabaseID                       string `keda:"name=databaseId,                       order=triggerMetadata"`
 	ContainerID                      string `keda:"name=containerId,                      order=triggerMetadata"`
@@ -54,7 +52,6 @@ func (m *azureCosmosDBMetadata) Validate() error {
 		{"databaseId", m.DatabaseID}, {"containerId", m.ContainerID},
 		{"leaseDatabaseId", m.LeaseDatabaseID}, {"leaseContainerId", m.LeaseContainerID}, {"processorName", m.ProcessorName},
 	} {
-		// Cosmos DB's id limits; a processor name prefixes lease ids.
 		if n := utf8.RuneCountInString(id.value); n > 255 {
 			errs = append(errs, fmt.Errorf("%s must be at most 255 characters long (Cosmos DB's limit), got %d", id.name, n))
 		}
@@ -93,9 +90,8 @@ func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy
 			return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %s must be a whole number of at most 19 digits", name)
 		}
 	}
-	// processorName is required but may be empty (an Azure Functions app
-	// without LeaseContainerPrefix); KEDA's typed config reads an empty value
-	// as a missing one, so it parses a stand-in.
+	// processorName may be empty (a Functions app without LeaseContainerPrefix);
+	// KEDA's typed config reads that as missing, so it parses a stand-in.
 	parsed, emptyProcessor := config, false
 	if name, ok := config.TriggerMetadata["processorName"]; ok && strings.TrimSpace(name) == "" {
 		copied := *config

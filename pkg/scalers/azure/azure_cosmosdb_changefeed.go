@@ -33,8 +33,7 @@ type cosmosDBPositionReader struct {
 }
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
-// an empty page) is 0, else session LSN - first LSN + 1. ranges are the
-// live physical ranges an EPK lease is mapped onto.
+// an empty page) is 0, else session LSN - first LSN + 1.
 func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
 	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
@@ -128,10 +127,8 @@ func changeFeedRequest(docs string, l CosmosDBLease, rangeID, minEPK, maxEPK str
 	return cosmosDBRequest{operation: "read change feed", method: http.MethodGet, url: docs, header: h, ok: []int{http.StatusOK, http.StatusNotModified}}
 }
 
-// cosmosDBLag is a change feed page's lag, session LSN - first LSN + 1 (an
-// empty page is none). For all versions and deletes the change's
-// metadata.lsn counts: a delete has no item, and an item's _lsn is its
-// latest version's.
+// cosmosDBLag is a page's lag. For all versions and deletes metadata.lsn
+// counts: a delete has no item, and an item's _lsn is its latest version's.
 func cosmosDBLag(resp cosmosDBResponse, allVersionsAndDeletes bool, rangeID string) (int64, error) {
 	var page struct {
 		Documents []struct {

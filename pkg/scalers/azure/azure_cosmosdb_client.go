@@ -143,10 +143,8 @@ func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBRes
 	return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
 }
 
-// cosmosDBBodyPolicy reads each try's body, up to one byte past the cap,
-// inside the retry loop: a connection dropped in the middle of a body is
-// retried like one dropped before the answer (azcore's own body download
-// runs after the retries).
+// cosmosDBBodyPolicy reads each try's body (to one byte past the cap) inside
+// the retry loop, so a body cut midway is retried; azcore's reads it after.
 type cosmosDBBodyPolicy struct{}
 
 func (cosmosDBBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -181,8 +179,7 @@ func signCosmosDBRequest(key []byte, verb, resourceType, resourceLink, date stri
 }
 
 // cosmosDBResourceOf is the resource type and link a signature covers:
-// /dbs/d/colls/c is ("colls", "dbs/d/colls/c"), /dbs/d/colls/c/docs is
-// ("docs", "dbs/d/colls/c"). Ids hold no '/' (the scaler refuses them).
+// /dbs/d/colls/c/docs is ("docs", "dbs/d/colls/c"); ids hold no '/'.
 func cosmosDBResourceOf(path string) (resourceType, resourceLink string) {
 	link := strings.Trim(path, "/")
 	last := strings.LastIndexByte(link, '/')

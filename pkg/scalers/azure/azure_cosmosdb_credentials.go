@@ -58,9 +58,8 @@ type CosmosDBConnection struct {
 // UsesKey reports whether requests to the account are signed with its key.
 func (a *CosmosDBConnection) UsesKey() bool { return a.key != nil }
 
-// ResolveCosmosDBConnections picks, for the data and the lease account, a
-// connection string, else an account key, else a bearer token (workload
-// identity, else a service principal). Errors never quote a secret.
+// ResolveCosmosDBConnections picks for each account a connection string, else
+// a key, else a token (workload identity, else a service principal).
 func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBConnection, err error) {
 	data, err = resolveCosmosDBConnection(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
@@ -118,7 +117,7 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 	if err != nil {
 		return nil, err
 	}
-	owned := auth.fromTriggerAuthentication(keyParam) || (key == "" && auth.tokenFromTriggerAuthentication())
+	owned := auth.TriggerAuthentication[keyParam] || (key == "" && auth.tokenFromTriggerAuthentication())
 	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam, owned); err != nil {
 		return nil, err
 	}

@@ -10,13 +10,6 @@ import (
 	"github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-// The endpoint rule: a credential goes only where its owner sends it. The
-// ScaledObject's author writes trigger metadata; a TriggerAuthentication's
-// author owns the credentials in it and, with azure-workload, KEDA's workload
-// identity. A destination outside the known clouds (endpoint, leaseEndpoint,
-// cloud: Private, cosmosDBResourceURL, activeDirectoryEndpoint) may take the
-// TriggerAuthentication's credential only when it is given there too.
-
 // cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
 const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
@@ -24,43 +17,31 @@ var cosmosDBKnownClouds = []AzEnvironment{PublicCloud, USGovernmentCloud, ChinaC
 
 // cosmosDBKnownDomains: the known clouds' account domains, and Fabric's.
 func cosmosDBKnownDomains() []string {
-	domains := []string{}
+	var domains []string
 	for _, env := range cosmosDBKnownClouds {
 		domains = append(domains, env.CosmosDBDNSSuffix)
 	}
 	return append(domains, "cosmos.fabric.microsoft.com")
 }
 
-// cosmosDBKnownCloudDomains are the domains every host of a known cloud's
-// services lives under (Resource Manager, Entra ID, Graph, Key Vault,
-// Storage, Cosmos DB …): the last two labels of each endpoint and suffix
-// KEDA describes the clouds with, which is the registrable domain for all of
-// them (azure.com, windows.net, chinacloudapi.cn …).
+// cosmosDBKnownCloudDomains: the last two labels of every URL and suffix
+// KEDA describes the known clouds with (azure.com, windows.net …).
 func cosmosDBKnownCloudDomains() []string {
-	var domains []string
-	add := func(value string) {
-		host := value
-		if u, err := url.Parse(value); err == nil && u.Host != "" {
-			host = u.Hostname()
-		}
-		labels := strings.Split(strings.Trim(strings.ToLower(host), "."), ".")
-		if len(labels) >= 2 {
-			domains = append(domains, strings.Join(labels[len(labels)-2:], "."))
-		}
-	}
+	domains := []string{"microsoft.com", "azure.de"} // Fabric; the German cloud's Cosmos DB resource
 	for _, env := range cosmosDBKnownClouds {
 		for _, v := range []reflect.Value{reflect.ValueOf(env), reflect.ValueOf(env.ResourceIdentifiers)} {
 			for i := range v.NumField() {
-				if f := v.Field(i); f.Kind() == reflect.String {
-					add(f.String())
+				host := v.Field(i).String()
+				if u, err := url.Parse(host); err == nil && u.Host != "" {
+					host = u.Hostname()
+				}
+				if labels := strings.Split(strings.Trim(strings.ToLower(host), "."), "."); len(labels) >= 2 {
+					domains = append(domains, strings.Join(labels[len(labels)-2:], "."))
 				}
 			}
 		}
 	}
-	add("cosmos.fabric.microsoft.com")
-	add("cosmos.azure.de") // the German cloud's Cosmos DB resource; KEDA's description names another
-	slices.Sort(domains)
-	return slices.Compact(domains)
+	return domains
 }
 
 func isUnderCosmosDBDomain(host string, domains []string) bool {
@@ -69,65 +50,53 @@ func isUnderCosmosDBDomain(host string, domains []string) bool {
 	})
 }
 
-// fromTriggerAuthentication reports whether param's value is the
-// TriggerAuthentication's: it is set there (it then wins over metadata).
-func (a CosmosDBAuth) fromTriggerAuthentication(param string) bool {
-	return a.TriggerAuthentication[param]
-}
-
-// tokenFromTriggerAuthentication: workload identity is always the
-// TriggerAuthentication's; a client secret is where it was given.
-func (a CosmosDBAuth) tokenFromTriggerAuthentication() bool {
-	return a.PodIdentity.Provider == v1alpha1.PodIdentityProviderAzureWorkload || a.fromTriggerAuthentication("clientSecret")
-}
-
-// checkPrivateDestination lets a credential that the TriggerAuthentication
-// owns go to a host outside the known clouds only when param and cloud:
-// Private are given in that TriggerAuthentication too.
+// checkPrivateDestination: a TriggerAuthentication's credential leaves the
+// known clouds only for destinations (param, cloud) given there too; the
+// ScaledObject's author, who writes the metadata, does not own it.
 func (a CosmosDBAuth) checkPrivateDestination(param, credential string, ownedByTriggerAuthentication bool) error {
 	switch {
 	case !ownedByTriggerAuthentication:
 		return nil
-	case !a.fromTriggerAuthentication(param):
+	case !a.TriggerAuthentication[param]:
 		return fmt.Errorf("%s: given in trigger metadata, it may not send the TriggerAuthentication's %s outside the known clouds; move %s (and cloud: Private) into the TriggerAuthentication", param, credential, param)
-	case !a.fromTriggerAuthentication("cloud"):
+	case !a.TriggerAuthentication["cloud"]:
 		return fmt.Errorf("cloud: Private given in trigger metadata may not send the TriggerAuthentication's %s to the host of %s; move cloud into the TriggerAuthentication", credential, param)
 	}
 	return nil
 }
 
-// checkCosmosDBEndpoint sends a key or token given apart from its endpoint
-// over https to a known cloud's Cosmos DB host, to loopback, or with cloud:
-// Private to a host its owner chose. The emulator's key is public.
+// tokenFromTriggerAuthentication: workload identity is always the
+// TriggerAuthentication's; a client secret is where it was given.
+func (a CosmosDBAuth) tokenFromTriggerAuthentication() bool {
+	return a.PodIdentity.Provider == v1alpha1.PodIdentityProviderAzureWorkload || a.TriggerAuthentication["clientSecret"]
+}
+
+// checkCosmosDBEndpoint sends a key or token given apart from its endpoint to
+// a known cloud's Cosmos DB host, loopback, or a private host its owner chose.
 func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string, ownedByTriggerAuthentication bool) error {
 	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
-	if isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey {
+	switch {
+	case isCosmosDBLoopback(host) || strings.TrimSpace(key) == cosmosDBEmulatorKey:
 		return nil
-	}
-	if endpoint.Scheme != "https" {
+	case endpoint.Scheme != "https":
 		return fmt.Errorf("%s: an account key or token is only sent over https (or to a loopback host)", param)
-	}
-	domains := cosmosDBKnownDomains()
-	if isUnderCosmosDBDomain(host, domains) {
+	case isUnderCosmosDBDomain(host, cosmosDBKnownDomains()):
 		return nil
-	}
-	if !strings.EqualFold(auth.Cloud, PrivateCloud) {
+	case !strings.EqualFold(auth.Cloud, PrivateCloud):
 		return fmt.Errorf("%s: an account key or token is only sent to hosts under %s; use a connection string, which binds its own endpoint, or for a private cloud give cloud: Private and %s where the credential is given",
-			param, strings.Join(domains, ", "), param)
+			param, strings.Join(cosmosDBKnownDomains(), ", "), param)
 	}
 	return auth.checkPrivateDestination(param, "account key or token", ownedByTriggerAuthentication)
 }
 
-// checkCosmosDBTokenResource: with cloud: Private, a token is requested only
-// for a private resource: never for a host of a known cloud, whose services
-// (Cosmos DB, Resource Manager, Key Vault …) would accept it.
+// checkCosmosDBTokenResource: with cloud: Private, no token for a host of a
+// known cloud, whose services (Cosmos DB, Resource Manager …) would accept it.
 func checkCosmosDBTokenResource(auth CosmosDBAuth, resourceHost string) error {
 	if !strings.EqualFold(auth.Cloud, PrivateCloud) {
 		return nil
 	}
 	if isUnderCosmosDBDomain(resourceHost, cosmosDBKnownCloudDomains()) {
-		return fmt.Errorf("cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (%s); for a known cloud, set cloud to its name",
-			cosmosDBExcerpt(resourceHost))
+		return fmt.Errorf("cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (%s); for a known cloud, set cloud to its name", cosmosDBExcerpt(resourceHost))
 	}
 	return auth.checkPrivateDestination("cosmosDBResourceURL", "token", auth.tokenFromTriggerAuthentication())
 }
@@ -142,5 +111,5 @@ func checkCosmosDBAuthority(auth CosmosDBAuth, authorityHost string) error {
 	if known || !strings.EqualFold(auth.Cloud, PrivateCloud) {
 		return nil
 	}
-	return auth.checkPrivateDestination(DefaultActiveDirectoryEndpointKey, "client secret", auth.fromTriggerAuthentication("clientSecret"))
+	return auth.checkPrivateDestination(DefaultActiveDirectoryEndpointKey, "client secret", auth.TriggerAuthentication["clientSecret"])
 }

@@ -14,10 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// cosmosDBReadConcurrency bounds a poll's lease reads in flight: KEDA polls
-// every ScaledObject of the cluster from one operator, so one poll must not
-// hold many connections, while reads one after another would make a poll
-// of n leases take n round trips.
+// cosmosDBReadConcurrency bounds a poll's reads in flight: one operator polls
+// every ScaledObject, while serial reads would take a round trip per lease.
 const cosmosDBReadConcurrency = 32
 
 // CosmosDBContainers names the monitored and lease containers and the processor.
@@ -92,9 +90,8 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 }
 
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
-// ranges) leads to one lease refresh and retry with fresh ranges, then
-// counts stale parents; any other failure fails the estimate, never a
-// partial total.
+// ranges) is retried once with fresh leases and ranges, then counts stale
+// parents; any other failure fails the estimate, never a partial total.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
 	scope, err := e.resolveScope(ctx)
 	if err != nil {

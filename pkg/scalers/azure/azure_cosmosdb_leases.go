@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -46,9 +45,8 @@ func (s cosmosDBLeaseScope) owns(id string) bool {
 	return false
 }
 
-// readCosmosDBLeases reads every page of the documents whose id starts with
-// the processor name, in pages of 1,000 (the lease query is a poll's serial
-// part), and returns the scope's leases.
+// readCosmosDBLeases reads every page (of 1,000) of the documents whose id
+// starts with the processor name, and returns the scope's leases.
 func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, err error) {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
@@ -79,27 +77,19 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	return leases, err
 }
 
-// decodeCosmosDBLeasePage decodes a page's documents; when one does not
-// decode as a lease, they are decoded one by one and it is marked skipped.
+// decodeCosmosDBLeasePage decodes a page's documents one by one, so one that
+// does not decode leaves the others counted.
 func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
-	var page struct{ Documents []cosmosDBLeaseDocument }
-	if err := json.Unmarshal(body, &page); !errors.As(err, new(*json.UnmarshalTypeError)) {
-		return page.Documents, err
-	}
-	var raw struct{ Documents []json.RawMessage }
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, err
-	}
-	documents := make([]cosmosDBLeaseDocument, 0, len(raw.Documents))
-	for _, doc := range raw.Documents {
-		var d cosmosDBLeaseDocument
-		if err := json.Unmarshal(doc, &d); err != nil {
-			d = cosmosDBLeaseDocument{undecodable: true}
-			_ = json.Unmarshal(doc, &struct{ ID *string }{&d.ID})
+	var page struct{ Documents []json.RawMessage }
+	err := json.Unmarshal(body, &page)
+	documents := make([]cosmosDBLeaseDocument, len(page.Documents))
+	for i, raw := range page.Documents {
+		if json.Unmarshal(raw, &documents[i]) != nil {
+			documents[i] = cosmosDBLeaseDocument{undecodable: true}
+			_ = json.Unmarshal(raw, &struct{ ID *string }{&documents[i].ID})
 		}
-		documents = append(documents, d)
 	}
-	return documents, nil
+	return documents, err
 }
 
 // cosmosDBLeaseDocument holds every format's fields; exact key matches win,
@@ -120,10 +110,8 @@ type cosmosDBEPKRange struct {
 	Range struct{ Min, Max *string } `json:"Range"`
 }
 
-// lease decodes the document; ok is false for a document the trigger does
-// not count: undecodable, without a lease token, never checkpointed (no
-// continuation), of an unknown version or with a malformed range or
-// continuation.
+// lease decodes the document; ok is false for one the trigger does not count:
+// undecodable, no lease token or continuation, unknown version, malformed.
 func (doc cosmosDBLeaseDocument) lease() (l CosmosDBLease, ok bool) {
 	// PartitionId: the .NET v2 library.
 	l = CosmosDBLease{Token: cmp.Or(doc.LeaseToken, doc.PartitionID), AllVersionsAndDeletes: parseCosmosDBMode(doc.Mode)}
@@ -180,8 +168,7 @@ type cosmosDBJavaState struct {
 	}
 }
 
-// token is the continuation of the entry starting at min, else of the
-// first entry; nil when there is none or it was never checkpointed.
+// token is the entry starting at min's continuation, else the first's.
 func (s cosmosDBJavaState) token(min string) *string {
 	entries := s.Continuation.Continuation
 	for _, e := range entries {
@@ -196,15 +183,17 @@ func (s cosmosDBJavaState) token(min string) *string {
 }
 
 // decodeCosmosDBJavaState: Java writes URL-safe Base64 with padding
-// (ChangeFeedState.toString, Base64.getUrlEncoder); standard Base64, which
-// a tool or another writer may produce, is the one fallback.
+// (ChangeFeedState.toString); standard Base64 is the one fallback.
 func decodeCosmosDBJavaState(encoded string) (cosmosDBJavaState, bool) {
 	var state cosmosDBJavaState
 	raw, err := base64.URLEncoding.DecodeString(encoded)
 	if err != nil {
 		raw, err = base64.StdEncoding.DecodeString(encoded)
 	}
-	return state, err == nil && json.Unmarshal(raw, &state) == nil
+	if err == nil {
+		err = json.Unmarshal(raw, &state)
+	}
+	return state, err == nil
 }
 
 // parseCosmosDBMode reads a mode case-insensitively: .NET v3 writes the A-IM
