@@ -52,10 +52,19 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
+	// KEDA's client wraps its transport (request metrics), so http.Client's
+	// Timeout takes net/http's legacy cancel path: a timer and two goroutines
+	// per request. azcore's per-try timeout bounds each try alike.
+	var tryTimeout time.Duration
+	if c, ok := transport.(*http.Client); ok && c.Timeout > 0 {
+		untimed := *c
+		untimed.Timeout = 0
+		transport, tryTimeout = &untimed, c.Timeout
+	}
 	// Throttled (429), retry-with (449), timed-out and 5xx answers and
 	// dropped connections are retried within the poll; azcore honours
 	// x-ms-retry-after-ms and gives up on a longer wait than MaxRetryDelay.
-	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
+	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
 		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}}},
@@ -139,6 +148,7 @@ func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBRes
 	if err != nil {
 		return cosmosDBResponse{}, err
 	}
+	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
 }

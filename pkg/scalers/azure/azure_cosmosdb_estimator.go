@@ -15,8 +15,9 @@ import (
 )
 
 // cosmosDBReadConcurrency bounds a poll's reads in flight: one operator polls
-// every ScaledObject, while serial reads would take a round trip per lease.
-const cosmosDBReadConcurrency = 32
+// every ScaledObject, so a processor with thousands of leases must not open
+// thousands of connections; a poll of up to 256 leases takes one round trip.
+const cosmosDBReadConcurrency = 256
 
 // CosmosDBContainers names the monitored and lease containers and the processor.
 type CosmosDBContainers struct {

@@ -168,11 +168,11 @@ type cosmosDBJavaState struct {
 	}
 }
 
-// token is the entry starting at min's continuation, else the first's.
-func (s cosmosDBJavaState) token(min string) *string {
+// token is the continuation of the entry starting at rangeMin, else the first's.
+func (s cosmosDBJavaState) token(rangeMin string) *string {
 	entries := s.Continuation.Continuation
 	for _, e := range entries {
-		if e.Range.Min != nil && strings.EqualFold(*e.Range.Min, min) {
+		if e.Range.Min != nil && strings.EqualFold(*e.Range.Min, rangeMin) {
 			return e.Token
 		}
 	}
