@@ -257,22 +257,3 @@ func TestLeaseDeletedBetweenQueryAndRead(t *testing.T) {
 		t.Fatalf("next poll metric %d, want 30 (lease 2 gone)", metric)
 	}
 }
-
-// KEDA's GlobalHTTPTimeout bounds each try: against a service slower than
-// it, the poll fails after its retries, without a deadline of its own.
-func TestGlobalHTTPTimeoutBoundsEachTry(t *testing.T) {
-	env := newCosmosEnv(t, 1, dotNetV0)
-	config := scalerConfig(env.metadata(), keyAuth(env.server))
-	config.GlobalHTTPTimeout = 50 * time.Millisecond
-	s := newScaler(t, config)
-	poll(t, s)
-	env.server.Handler.SetLatency(time.Hour)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // ends the test if no try times out
-	defer cancel()
-	if _, _, err := s.GetMetricsAndActivity(ctx, "s0-metric"); err == nil {
-		t.Fatal("poll succeeded against a service slower than GlobalHTTPTimeout")
-	}
-	if ctx.Err() != nil {
-		t.Fatal("no try timed out: the poll ran until the test's own deadline")
-	}
-}

@@ -60,19 +60,9 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
 		})
 	}
-	// KEDA's client wraps its transport (request metrics), so http.Client's
-	// Timeout takes net/http's legacy cancel path: a timer and two goroutines
-	// per request. The same client without Timeout, and the timeout as
-	// azcore's per-try timeout, bound each try alike.
-	var tryTimeout time.Duration
-	if c, ok := transport.(*http.Client); ok && c.Timeout > 0 {
-		plain := *c
-		plain.Timeout = 0
-		transport, tryTimeout = &plain, c.Timeout
-	}
 	// azcore's retry is off: send retries, so every try's cost comes back to it.
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}},
-		&policy.ClientOptions{Transport: transport, Retry: policy.RetryOptions{MaxRetries: -1, TryTimeout: tryTimeout}})
+		&policy.ClientOptions{Transport: transport, Retry: policy.RetryOptions{MaxRetries: -1}})
 	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
 }
 
