@@ -32,9 +32,9 @@ var benchLeaseCounts = []int{1, 100, 1000, 10000}
 
 // floorReadConcurrency is how many readers BenchmarkHTTPFloor runs: the
 // scaler's cosmosDBReadConcurrency (unexported in package azure; keep the two
-// equal). Until e95be19 the floor took azure.CosmosDBReadConcurrency, then
-// 256, so floor figures from before it are not comparable with later ones.
-const floorReadConcurrency = 32
+// equal). It was 256 until e95be19 and from 78de8b8 on, 32 in between, so
+// floor figures from e95be19 to 78de8b8 are not comparable with the others.
+const floorReadConcurrency = 256
 
 // goroutinesCreated is how many goroutines this process has started.
 func goroutinesCreated() uint64 {

@@ -351,3 +351,19 @@ func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHTTPFloor runs as many readers as the scaler lets a poll have in
+// flight, or the floor would not be the floor of the same poll.
+func TestBenchmarkFloorReadsAsManyAsTheScaler(t *testing.T) {
+	value := func(file, name string) string {
+		m := regexp.MustCompile(`const ` + name + ` = (\d+)`).FindStringSubmatch(readRepoFile(t, file))
+		if m == nil {
+			t.Fatalf("%s declares no const %s", file, name)
+		}
+		return m[1]
+	}
+	scaler := value("pkg/scalers/azure/azure_cosmosdb_estimator.go", "cosmosDBReadConcurrency")
+	if floor := value("tests/emulator/bench_test.go", "floorReadConcurrency"); floor != scaler {
+		t.Errorf("the floor runs %s readers, the scaler %s", floor, scaler)
+	}
+}
