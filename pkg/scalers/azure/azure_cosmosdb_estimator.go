@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -124,16 +125,23 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 		return CosmosDBLagEstimate{}, err
 	}
 	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
+	// Each reader takes the next lease: a goroutine per lease would grow a
+	// fresh stack through net/http and azcore for every read.
+	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cosmosDBReadConcurrency)
-	for i, l := range leases {
+	for range min(cosmosDBReadConcurrency, len(leases)) {
 		g.Go(func() error {
-			lag, err := e.positions.lag(gctx, l, ranges)
-			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
-				err = nil
+			for i := next.Add(1) - 1; i < int64(len(leases)); i = next.Add(1) - 1 {
+				lag, err := e.positions.lag(gctx, leases[i], ranges)
+				if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
+					err = nil
+				}
+				if err != nil {
+					return err
+				}
+				res.Leases[i] = lag
 			}
-			res.Leases[i] = lag
-			return err
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
