@@ -149,7 +149,7 @@ func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBRes
 		return cosmosDBResponse{}, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := runtime.Payload(resp) // read by cosmosDBBodyPolicy
 	return cosmosDBResponse{status: resp.StatusCode, header: resp.Header, body: body}, err
 }
 
@@ -162,12 +162,13 @@ func (cosmosDBBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	defer resp.Body.Close()
-	body := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), cosmosDBMaxResponseBytes)+bytes.MinRead))
-	if _, err := body.ReadFrom(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1)); err != nil {
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1), resp.Body}
+	if _, err := runtime.Payload(resp); err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(body)
 	return resp, nil
 }
 
