@@ -712,7 +712,7 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 		}
 	}
 	r.ready = wait("ready")
-	so := writeProcessorScaledObject(t, r.ready)
+	so := writeProcessorScaledObject(t, r.ready, 1)
 	conn := "connection=AccountEndpoint=" + srv.endpoint + ";AccountKey=" + accountKey + ";"
 	common := []string{"-f", so, "--set", conn}
 	tuneArgs := append([]string{"tune"}, append(common, "--window", tuneWindow, "--interval", tuneInterval, "--budget", fmt.Sprint(tuneBudget)+"s")...)
@@ -769,7 +769,9 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 			check checkJSON
 			tune  tuneJSON
 		}{}
-		typo := append(slices.Clone(common), "--set", "processorName="+typoName, "-o", "json")
+		// minReplicaCount 0: a processor that can scale to zero, where
+		// leases never checkpointed draw check's wake-from-zero warning.
+		typo := []string{"-f", writeProcessorScaledObject(t, r.ready, 0), "--set", conn, "--set", "processorName=" + typoName, "-o", "json"}
 		code, out, errOut := runCosmoslag(ctx, bin, srv.caFile, append([]string{"check"}, typo...)...)
 		if err := json.Unmarshal([]byte(out), &r.typo.check); err != nil {
 			t.Fatalf("check with processorName=%s (exit %d) did not print a JSON document (%v):\n%s\n%s", typoName, code, err, out, errOut)
@@ -785,7 +787,7 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 
 // writeProcessorScaledObject writes the ScaledObject of the processor's
 // trigger (the connection comes from --set).
-func writeProcessorScaledObject(t *testing.T, ready processorEvent) string {
+func writeProcessorScaledObject(t *testing.T, ready processorEvent, minReplicas int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "so.yaml")
 	so := fmt.Sprintf(`apiVersion: keda.sh/v1alpha1
@@ -793,12 +795,12 @@ kind: ScaledObject
 metadata: {name: orders-processor}
 spec:
   scaleTargetRef: {name: orders-processor}
-  minReplicaCount: 1
+  minReplicaCount: %d
   maxReplicaCount: 10
   triggers:
     - type: azure-cosmosdb
       metadata: {databaseId: %s, containerId: %s, leaseDatabaseId: %s, leaseContainerId: %s, processorName: %s, changeFeedLagThreshold: "%d"}
-`, ready.Database, ready.Container, ready.Database, ready.LeaseContainer, ready.ProcessorName, threshold)
+`, minReplicas, ready.Database, ready.Container, ready.Database, ready.LeaseContainer, ready.ProcessorName, threshold)
 	if err := os.WriteFile(p, []byte(so), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,10 @@
 //     DocumentServiceLeaseUpdaterCosmos.cs: replace with If-Match on the
 //     lease's _etag, and on 412 read the lease again and retry (5 times);
 //     the timestamp is set to the time of the update.
+//   - ../ChangeFeed/ChangeFeedPartitionKeyResultSetIteratorCore.cs: the
+//     continuation of a change feed page is its etag. The SDK here gives
+//     the same value: its continuation holds, per range, the etag of the
+//     range's last page (ChangeFeedForEpkRange.js fetchNext).
 //   - Configuration/ChangeFeedProcessorOptions.cs: FeedPollDelay 5 s by
 //     default; Configuration/ChangeFeedLeaseOptions.cs: lease renew
 //     interval 17 s, acquire interval 13 s, expiration 60 s.
