@@ -74,6 +74,7 @@ var processorScenarios = []struct {
 	{"owner-change", assertOwnerChange},
 	{"checkpoint-reset", assertCheckpointReset},
 	{"split", assertSplit},
+	{"overloaded", assertOverloaded},
 }
 
 // assertKeepingUp: no backlog, 10 writes/s per partition, owners able to do
@@ -115,8 +116,8 @@ func assertKeepingUp(t *testing.T, r *scenarioRun) {
 	}
 	// A lease that keeps up drains in about a checkpoint interval, not never.
 	for _, l := range j.Leases {
-		if l.NeverDrains != "" {
-			t.Errorf("lease %s keeps up but never drains: %s", l.Token, l.NeverDrains)
+		if l.TimeToDrainSeconds == nil || l.NeverDrains != "" {
+			t.Errorf("lease %s keeps up, but its time to drain is %s: %s", l.Token, fmtSeconds(l.TimeToDrainSeconds), l.NeverDrains)
 		}
 	}
 	assertNoNegative(t, r)
@@ -280,6 +281,38 @@ func assertSplit(t *testing.T, r *scenarioRun) {
 	}
 	if j.Total.TimeToDrainSeconds != nil {
 		t.Errorf("refused run: the total has a time to drain of %gs", *j.Total.TimeToDrainSeconds)
+	}
+	assertNoNegative(t, r)
+}
+
+// assertOverloaded: each partition gets 30 writes/s and each replica,
+// holding one lease, drains 25/s: one replica per partition cannot keep
+// up, so tune says so instead of a replica count (issue 41 item 4), and
+// nothing drains.
+func assertOverloaded(t *testing.T, r *scenarioRun) {
+	j := r.tuneJSON
+	if j.ExitCode != 0 || j.Recommendation == nil {
+		t.Fatalf("tune exit %d, no recommendation: %s; %s", j.ExitCode, j.Reason, r.tuneJSONErr)
+	}
+	rec := j.Recommendation
+	for _, o := range j.PerOwner {
+		if o.State != "busy" || !o.Counted {
+			t.Errorf("owner %s has a growing backlog but is %s (counted %v)", o.Owner, o.State, o.Counted)
+		}
+		if o.TimeToDrainSeconds != nil || o.NeverDrains == "" {
+			t.Errorf("owner %s drains %.2f/s against %.2f/s of writes, but its time to drain is %s (%q)", o.Owner, o.DrainRate, o.WriteRate, fmtSeconds(o.TimeToDrainSeconds), o.NeverDrains)
+		}
+	}
+	assertNear(t, "per-replica rate", rec.PerReplicaRate, r.ready.Rate)
+	if rec.KeepUpReplicas != nil || rec.CannotKeepUp == "" {
+		t.Errorf("%g writes/s per partition, %.2f/s per replica: keepUpReplicas %s, cannotKeepUp %q; want null and a reason",
+			r.ready.WriteRate, rec.PerReplicaRate, fmtInt(rec.KeepUpReplicas), rec.CannotKeepUp)
+	}
+	if !strings.Contains(r.tuneText, "no replica count keeps up") || strings.Contains(r.tuneText, "minReplicaCount of") {
+		t.Errorf("the text does not say that no replica count keeps up, or advises a minReplicaCount:\n%s", r.tuneText)
+	}
+	if j.Total.TimeToDrainSeconds != nil || j.Total.NeverDrains == "" {
+		t.Errorf("no owner drains, but the total time to drain is %s (%q)", fmtSeconds(j.Total.TimeToDrainSeconds), j.Total.NeverDrains)
 	}
 	assertNoNegative(t, r)
 }
@@ -502,6 +535,7 @@ type tuneJSON struct {
 		LowerBoundReason     string   `json:"lowerBoundReason"`
 		KeepUpReplicas       *int     `json:"keepUpReplicas"`
 		PartitionsWithWrites *int     `json:"partitionsWithWrites"`
+		CannotKeepUp         string   `json:"cannotKeepUp"`
 	} `json:"recommendation"`
 }
 
@@ -511,7 +545,10 @@ type tuneLeaseJSON struct {
 	Owners      []string `json:"owners"`
 	Drained     int64    `json:"drained"`
 	StaleParent bool     `json:"staleParent"`
-	NeverDrains string   `json:"neverDrains"`
+	// TimeToDrainSeconds is null when the lease never drains (NeverDrains
+	// says why) or its time is unknown.
+	TimeToDrainSeconds *float64 `json:"timeToDrainSeconds"`
+	NeverDrains        string   `json:"neverDrains"`
 }
 
 type tuneOwnerJSON struct {

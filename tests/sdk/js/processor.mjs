@@ -102,6 +102,9 @@ const scenarios = {
   // splitNotice seconds, so the stale parent stays in the lease container
   // meanwhile, as with a processor that is down or slow during a split.
   split: { backlog: 400, split: { at: 6, lease: 0, notice: 40 } },
+  // One owner per lease, each able to do 25/s, while each partition gets
+  // 30 writes/s: no replica count keeps up.
+  overloaded: { backlog: 200, rate: 25, writeRate: 30, owners: { "host-a": [0], "host-b": [1], "host-c": [2], "host-d": [3] } },
 };
 
 const defaults = {
