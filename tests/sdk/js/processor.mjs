@@ -59,8 +59,9 @@
 // processor instead sees the 410 and replaces the lease, which this one
 // does when the SDK's continuation names more than one range.
 //
-// Output: one JSON line per event on stdout ("ready", "event", "frozen",
-// "done"); a log on stderr. Commands on stdin, one a line: "freeze" (stop
+// Output: one JSON line per event on stdout ("ready", the scenario's
+// events, "frozen", "done"); a log on stderr. Commands on stdin, one a
+// line: "handle-splits" (replace split leases now), "freeze" (stop
 // writing and processing, wait until every lease is checkpointed, print the
 // state: per lease its owner, continuation and the changes pending after
 // it, counted by reading the change feed with the SDK) and "stop". It stops
@@ -98,9 +99,10 @@ const scenarios = {
   // owner reprocesses from there.
   "checkpoint-reset": { backlog: 800, reset: { at: 10, lease: 0 } },
   // At 6 s the first lease's range splits (control API); the processor
-  // notices at its next read but replaces the lease only after
-  // splitNotice seconds, so the stale parent stays in the lease container
-  // meanwhile, as with a processor that is down or slow during a split.
+  // notices at its next read but replaces the lease only after `notice`
+  // seconds (or on the command "handle-splits"), so the stale parent stays
+  // in the lease container meanwhile, as with a processor that is down or
+  // slow during a split.
   split: { backlog: 400, split: { at: 6, lease: 0, notice: 40 } },
   // One owner per lease, each able to do 25/s, while each partition gets
   // 30 writes/s: no replica count keeps up.
@@ -416,10 +418,13 @@ async function readAndProcess(owner, token, l, it, running) {
 
 // handleSplit is HandlePartitionGoneAsync: one lease per child range,
 // created with the parent's last continuation, then the parent deleted;
-// the owner acquires the children. It waits the scenario's notice time.
+// the owner acquires the children. It waits the scenario's notice time,
+// or the command "handle-splits".
+let handleSplitsNow;
+const splitsNow = new Promise((r) => (handleSplitsNow = r));
 async function handleSplit(owner, token) {
   const notice = cfg.split?.notice ?? 0;
-  await Promise.race([sleep(notice * 1000), stopped]);
+  await Promise.race([sleep(notice * 1000), stopped, splitsNow]);
   if (stopping) return;
   const parent = leases.get(token).doc;
   feedRanges = await monitored.getFeedRanges();
@@ -580,6 +585,7 @@ function stop(why) {
 createInterface({ input: process.stdin }).on("line", (line) => {
   const cmd = line.trim();
   if (cmd === "freeze") freeze().catch(fail);
+  else if (cmd === "handle-splits") handleSplitsNow();
   else if (cmd === "stop") stop("stop");
 });
 
