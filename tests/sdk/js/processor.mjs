@@ -36,7 +36,9 @@
 //     "Incremental Feed", ContinuationToken null, Owner null; ids
 //     "{prefix}..{token}" with the prefix of Utils/CosmosContainerExtensions.cs
 //     GetLeasePrefix: "{processorName}{endpoint host}_{dbRid}_{collRid}".
-//     AcquireAsync, RenewAsync and ReleaseAsync set Owner (null on release).
+//     AcquireAsync, RenewAsync and ReleaseAsync set Owner (null on release;
+//     FeedManagement/PartitionControllerCore.cs releases a host's leases
+//     when it shuts down).
 //   - Bootstrapping/PartitionSynchronizerCore.cs HandlePartitionGoneAsync:
 //     after a split, the lease is replaced by one lease per child range,
 //     each with the parent's last continuation, and the parent is deleted.
@@ -52,7 +54,8 @@
 // version 1 leases after a merge; --lease-version chooses which this one
 // writes (1 by default).
 //
-// The SDK has no change feed processor of its own for Node.js; this file
+// The JavaScript SDK has no change feed processor (only the change feed
+// iterator, the "pull model"); this file
 // is the processor, reading each lease's range with the SDK's change feed
 // iterator (ChangeFeedStartFrom.Continuation, built from the lease's
 // continuation and range). The SDK follows a split by itself; the .NET
@@ -76,10 +79,10 @@ const key = process.env.COSMOS_KEY;
 const controlURL = process.env.COSMOS_CONTROL;
 
 // Scenarios: the processor's shape and what happens to it, in seconds after
-// "ready" (every lease checkpointed once). Owners process at `rate` changes
-// per second each, shared by their leases; writers add `writeRate` changes
-// per second to every partition, after `backlog` changes per partition
-// written before the processor starts.
+// "ready" (every lease checkpointed once, then `settle` seconds). Owners
+// process at `rate` changes per second each, shared by their leases;
+// writers add `writeRate` changes per second to every partition, after
+// `backlog` changes per partition written before the processor starts.
 const scenarios = {
   // No backlog: 10 writes/s per partition, owners able to do 40/s.
   "keeping-up": { backlog: 0 },
