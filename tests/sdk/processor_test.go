@@ -38,9 +38,10 @@ func TestProcessor(t *testing.T) {
 	node, dir := jsSuite(t)
 	acc := startServers(t)
 	bin := buildCosmoslag(t)
+	connect := howToConnect(t, acc.plain)
 	for _, sc := range processorScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			run := runProcessorScenario(t, node, dir, bin, acc.plain, sc.name)
+			run := runProcessorScenario(t, node, dir, bin, acc.plain, connect, sc.name)
 			sc.assert(t, run)
 			assertCheckMatches(t, run)
 			if run.typo != nil {
@@ -48,6 +49,45 @@ func TestProcessor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connectHelp is what check and tune need to reach serve: the
+// connection string and the certificate to trust (SSL_CERT_FILE).
+type connectHelp struct {
+	connection, caFile string
+}
+
+// howToConnect reads what serve printed after its endpoints: a user
+// follows it from serve to check and tune (issue 41 item 7), so the tests
+// do too. When serve does not print it, the test fails and goes on with
+// the connection string the test makes itself.
+func howToConnect(t *testing.T, srv *server) connectHelp {
+	t.Helper()
+	c := connectHelp{connection: "AccountEndpoint=" + srv.endpoint + ";AccountKey=" + accountKey + ";", caFile: srv.caFile}
+	var printed connectHelp
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(srv.after.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, "connection string "); ok {
+				printed.connection = v
+			}
+			if v, ok := strings.CutPrefix(line, "trust it SSL_CERT_FILE="); ok {
+				printed.caFile, _, _ = strings.Cut(v, " ")
+			}
+		}
+		if printed.connection != "" && printed.caFile != "" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	switch {
+	case printed.connection == "" || printed.caFile == "":
+		t.Errorf("serve printed no connection string or no SSL_CERT_FILE line after its endpoints:\n%s", srv.after.String())
+		return c
+	case printed.connection != c.connection || printed.caFile != c.caFile:
+		t.Errorf("serve printed connection string %q and SSL_CERT_FILE=%s; want %q and %s", printed.connection, printed.caFile, c.connection, c.caFile)
+	}
+	return printed
 }
 
 // The tune window and interval: 11 samples over 20 s.
@@ -707,7 +747,7 @@ func (r *scenarioRun) event(name string) *processorEvent {
 
 // runProcessorScenario starts processor.mjs, runs tune (JSON and text) for
 // tuneWindow from its "ready", freezes it, runs check, and stops it.
-func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scenario string) *scenarioRun {
+func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, connect connectHelp, scenario string) *scenarioRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -779,7 +819,7 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 	}
 	r.ready = wait("ready")
 	so := writeProcessorScaledObject(t, r.ready, 1)
-	conn := "connection=AccountEndpoint=" + srv.endpoint + ";AccountKey=" + accountKey + ";"
+	conn := "connection=" + connect.connection
 	common := []string{"-f", so, "--set", conn}
 	tuneArgs := append([]string{"tune"}, append(common, "--window", tuneWindow, "--interval", tuneInterval, "--budget", fmt.Sprint(tuneBudget)+"s")...)
 
@@ -790,11 +830,11 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, jsonOut, jsonErr = runCosmoslag(ctx, bin, srv.caFile, append(tuneArgs, "-o", "json")...)
+		_, jsonOut, jsonErr = runCosmoslag(ctx, bin, connect.caFile, append(tuneArgs, "-o", "json")...)
 	}()
 	go func() {
 		defer wg.Done()
-		_, textOut, textErr = runCosmoslag(ctx, bin, srv.caFile, tuneArgs...)
+		_, textOut, textErr = runCosmoslag(ctx, bin, connect.caFile, tuneArgs...)
 	}()
 	tuned := make(chan struct{})
 	go func() { wg.Wait(); close(tuned) }()
@@ -832,7 +872,7 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 	}
 	frozen := wait("frozen")
 	r.frozen.Leases = frozen.Frozen
-	code, out, errOut := runCosmoslag(ctx, bin, srv.caFile, append([]string{"check"}, append(common, "-o", "json")...)...)
+	code, out, errOut := runCosmoslag(ctx, bin, connect.caFile, append([]string{"check"}, append(common, "-o", "json")...)...)
 	if err := json.Unmarshal([]byte(out), &r.check); err != nil {
 		t.Fatalf("check -o json (exit %d) did not print a JSON document (%v):\n%s\n%s", code, err, out, errOut)
 	}
@@ -845,11 +885,11 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, scen
 		// minReplicaCount 0: a processor that can scale to zero, where
 		// leases never checkpointed draw check's wake-from-zero warning.
 		typo := []string{"-f", writeProcessorScaledObject(t, r.ready, 0), "--set", conn, "--set", "processorName=" + typoName, "-o", "json"}
-		code, out, errOut := runCosmoslag(ctx, bin, srv.caFile, append([]string{"check"}, typo...)...)
+		code, out, errOut := runCosmoslag(ctx, bin, connect.caFile, append([]string{"check"}, typo...)...)
 		if err := json.Unmarshal([]byte(out), &r.typo.check); err != nil {
 			t.Fatalf("check with processorName=%s (exit %d) did not print a JSON document (%v):\n%s\n%s", typoName, code, err, out, errOut)
 		}
-		code, out, errOut = runCosmoslag(ctx, bin, srv.caFile, append(append([]string{"tune"}, typo...),
+		code, out, errOut = runCosmoslag(ctx, bin, connect.caFile, append(append([]string{"tune"}, typo...),
 			"--window", tuneWindow, "--interval", tuneInterval, "--budget", fmt.Sprint(tuneBudget)+"s")...)
 		if err := json.Unmarshal([]byte(out), &r.typo.tune); err != nil {
 			t.Fatalf("tune with processorName=%s (exit %d) did not print a JSON document (%v):\n%s\n%s", typoName, code, err, out, errOut)
