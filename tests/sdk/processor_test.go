@@ -43,6 +43,10 @@ func TestProcessor(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			run := runProcessorScenario(t, node, dir, bin, acc.plain, connect, sc.name)
 			sc.assert(t, run)
+			// Issue 41 item 10: a lag that does not drain is not "kept up".
+			if strings.Contains(run.tuneText, "the writes keep up with the drain") {
+				t.Errorf("tune says the opposite of what it means:\n%s", run.tuneText)
+			}
 			assertCheckMatches(t, run)
 			if run.typo != nil {
 				assertNoLeaseMatch(t, run)
@@ -426,6 +430,17 @@ func assertCheckMatches(t *testing.T, r *scenarioRun) {
 		t.Errorf("check: total lag %d, active partitions %d, metric %d, stale parents %d; the processor's state: %d, %d, min(%d, %d × %d) = %d, %d",
 			c.TotalLag, c.ActivePartitions, c.Metric, c.StaleParents, total, active, total, active, threshold, metric, stale)
 	}
+	// The replicas: KEDA never runs fewer than minReplicaCount (1 here), so
+	// the plan starts from 1 (issue 41 item 9); the HPA then asks for
+	// ceil(metric / threshold) unless the ratio to 1 replica's target is
+	// within its 10 % tolerance, bounded by maxReplicaCount 10.
+	want := int32(min(max((metric+threshold-1)/threshold, 1), 10))
+	if ratio := float64(metric) / threshold; ratio >= 0.9 && ratio <= 1.1 {
+		want = 1
+	}
+	if p := c.Replicas; p == nil || p.Current != 1 || p.Desired != want {
+		t.Errorf("check's replicas %+v; want from 1 (minReplicaCount) to %d for metric %d", p, want, metric)
+	}
 }
 
 // typoName is the processor's name misspelt (issue 41 item 6).
@@ -633,9 +648,14 @@ type tuneOwnerJSON struct {
 
 // checkJSON is the part of `cosmoslag check -o json` these tests read.
 type checkJSON struct {
-	ExitCode         int               `json:"exitCode"`
-	Error            string            `json:"error"`
-	Warnings         []string          `json:"warnings"`
+	ExitCode int      `json:"exitCode"`
+	Error    string   `json:"error"`
+	Warnings []string `json:"warnings"`
+	Replicas *struct {
+		Current int32    `json:"current"`
+		Desired int32    `json:"desired"`
+		Steps   []string `json:"steps"`
+	} `json:"replicas"`
 	NoLeaseMatch     *noLeaseMatchJSON `json:"noLeaseMatch"`
 	Leases           []checkLeaseJSON  `json:"leases"`
 	StaleParents     int               `json:"staleParents"`
