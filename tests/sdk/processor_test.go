@@ -50,6 +50,7 @@ func TestProcessor(t *testing.T) {
 			assertCheckMatches(t, run)
 			if run.typo != nil {
 				assertNoLeaseMatch(t, run)
+				assertUntrusted(t, run)
 			}
 		})
 	}
@@ -491,6 +492,15 @@ func assertNoLeaseMatch(t *testing.T, r *scenarioRun) {
 	}
 }
 
+// assertUntrusted: check without SSL_CERT_FILE meets serve's certificate;
+// it is not retried, and the error names the fix (issue 41 item 7).
+func assertUntrusted(t *testing.T, r *scenarioRun) {
+	t.Helper()
+	if u := r.untrusted; u.ExitCode != 1 || !strings.Contains(u.Error, "not retried") || !strings.Contains(u.Error, "SSL_CERT_FILE") || !strings.Contains(u.Error, "--ca-file") {
+		t.Errorf("check without SSL_CERT_FILE: exit %d, error %q; want exit 1 and an error that names --ca-file and SSL_CERT_FILE and says it was not retried", u.ExitCode, u.Error)
+	}
+}
+
 // assertNear checks got within rateTolerance of want.
 func assertNear(t *testing.T, what string, got, want float64) {
 	t.Helper()
@@ -754,6 +764,8 @@ type scenarioRun struct {
 		check checkJSON
 		tune  tuneJSON
 	}
+	// untrusted: check without SSL_CERT_FILE (keeping-up only).
+	untrusted checkJSON
 }
 
 func (r *scenarioRun) event(name string) *processorEvent {
@@ -914,6 +926,11 @@ func runProcessorScenario(t *testing.T, node, dir, bin string, srv *server, conn
 		if err := json.Unmarshal([]byte(out), &r.typo.tune); err != nil {
 			t.Fatalf("tune with processorName=%s (exit %d) did not print a JSON document (%v):\n%s\n%s", typoName, code, err, out, errOut)
 		}
+		// And without SSL_CERT_FILE: serve's certificate is refused.
+		code, out, errOut = runCosmoslag(ctx, bin, "", append([]string{"check"}, append(common, "-o", "json")...)...)
+		if err := json.Unmarshal([]byte(out), &r.untrusted); err != nil {
+			t.Fatalf("check without SSL_CERT_FILE (exit %d) did not print a JSON document (%v):\n%s\n%s", code, err, out, errOut)
+		}
 	}
 	return r
 }
@@ -941,10 +958,14 @@ spec:
 }
 
 // runCosmoslag runs the built command; SSL_CERT_FILE makes Go trust the
-// server's certificate.
+// server's certificate ("": not set, so the certificate is refused).
 func runCosmoslag(ctx context.Context, bin, caFile string, args ...string) (code int, stdout, stderr string) {
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+caFile, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SSL_CERT_FILE=") })
+	if caFile != "" {
+		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+caFile)
+	}
+	cmd.Env = append(cmd.Env, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
