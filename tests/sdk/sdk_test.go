@@ -183,6 +183,9 @@ func tail(s string, n int) string {
 // server is one `cosmoslag serve` process, shared by the suites of a test run.
 type server struct {
 	endpoint, control, caFile string
+	// after holds the lines serve printed after its endpoints (how to
+	// connect), as they come.
+	after lockedBuffer
 }
 
 // accounts are the two servers the suites use: a plain account, and one
@@ -322,7 +325,8 @@ func launch(caFile string, extra ...string) (*server, error) {
 		}
 	}
 	go func() {
-		for range lines {
+		for line := range lines {
+			_, _ = srv.after.Write([]byte(line + "\n"))
 		}
 	}()
 	return srv, nil
