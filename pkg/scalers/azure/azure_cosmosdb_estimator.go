@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -127,11 +126,18 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
 	// Each reader takes the next lease: a goroutine per lease would grow a
 	// fresh stack through net/http and azcore for every read.
-	var next atomic.Int64
+	var mu sync.Mutex
+	next := 0
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		next++
+		return next - 1
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for range min(cosmosDBReadConcurrency, len(leases)) {
 		g.Go(func() error {
-			for i := next.Add(1) - 1; i < int64(len(leases)); i = next.Add(1) - 1 {
+			for i := take(); i < len(leases); i = take() {
 				lag, err := e.positions.lag(gctx, leases[i], ranges)
 				if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 					err = nil
