@@ -25,22 +25,15 @@ type cosmosDBPartitionKeyRange struct {
 	Parents      []string `json:"parents"`
 }
 
-// cosmosDBPositionReader reads where leases stand in the change feed.
-type cosmosDBPositionReader struct {
-	client              *CosmosDBClient
-	database, container string
-	docs                string // the container's documents, whose change feed every read addresses
-}
-
 // lag reads at most one change after the lease's checkpoint: none (304 or
 // an empty page) is 0, else session LSN - first LSN + 1.
-func (r *cosmosDBPositionReader) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (CosmosDBLeaseLag, error) {
+func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
 	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
 	if err != nil {
 		return result, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
-	resp, err := r.client.send(ctx, changeFeedRequest(r.docs, l, rangeID, minEPK, maxEPK))
+	resp, err := e.data.send(ctx, changeFeedRequest(e.docs, l, rangeID, minEPK, maxEPK))
 	if isCosmosDBRangeGone(err) {
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
 	}
@@ -77,11 +70,11 @@ func cosmosDBTarget(l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (rangeI
 }
 
 // loadRanges reads every page of ranges, less those a split or merge replaced.
-func (r *cosmosDBPositionReader) loadRanges(ctx context.Context) ([]cosmosDBPartitionKeyRange, error) {
-	operation := fmt.Sprintf("read partition key ranges of %s/%s", r.database, r.container)
+func (e *CosmosDBLagEstimator) loadRanges(ctx context.Context) ([]cosmosDBPartitionKeyRange, error) {
+	operation := fmt.Sprintf("read partition key ranges of %s/%s", e.names.Database, e.names.Container)
 	var all []cosmosDBPartitionKeyRange
-	err := r.client.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
-		url: r.client.url("dbs", r.database, "colls", r.container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
+	err := e.data.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
+		url: e.data.url("dbs", e.names.Database, "colls", e.names.Container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
 		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", operation, err)

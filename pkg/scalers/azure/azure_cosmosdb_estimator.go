@@ -76,7 +76,7 @@ func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagS
 type CosmosDBLagEstimator struct {
 	data, leases *CosmosDBClient
 	names        CosmosDBContainers
-	positions    *cosmosDBPositionReader
+	docs         string // the monitored container's documents, whose change feed each read addresses
 
 	mu     sync.Mutex                  // guards the caches, never held across a request
 	scope  *cosmosDBLeaseScope         // the monitored container's RIDs
@@ -85,9 +85,7 @@ type CosmosDBLagEstimator struct {
 
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
 func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
-	return &CosmosDBLagEstimator{data: data, leases: leases, names: names,
-		positions: &cosmosDBPositionReader{client: data, database: names.Database, container: names.Container,
-			docs: data.url("dbs", names.Database, "colls", names.Container, "docs")}}
+	return &CosmosDBLagEstimator{data: data, leases: leases, names: names, docs: data.url("dbs", names.Database, "colls", names.Container, "docs")}
 }
 
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
@@ -112,8 +110,8 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 	return res, nil
 }
 
-// attempt reads the leases, then their positions under an errgroup's
-// limit; a stale parent is an error before the final attempt.
+// attempt reads the leases, then their positions, cosmosDBReadConcurrency at
+// a time; a stale parent is an error before the final attempt.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, error) {
 	leases, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
 	if err != nil {
@@ -138,7 +136,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseS
 	for range min(cosmosDBReadConcurrency, len(leases)) {
 		g.Go(func() error {
 			for i := take(); i < len(leases); i = take() {
-				lag, err := e.positions.lag(gctx, leases[i], ranges)
+				lag, err := e.lag(gctx, leases[i], ranges)
 				if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 					err = nil
 				}
@@ -174,7 +172,7 @@ func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context, leases []CosmosDB
 	if ranges != nil {
 		return ranges, nil
 	}
-	ranges, err := e.positions.loadRanges(ctx)
+	ranges, err := e.loadRanges(ctx)
 	if err == nil {
 		e.mu.Lock()
 		e.ranges = ranges

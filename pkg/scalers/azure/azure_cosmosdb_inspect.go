@@ -233,7 +233,7 @@ func (e *CosmosDBLagEstimator) HeldRanges() []CosmosDBPartitionKeyRange {
 // ReadRanges reads the monitored container's live partition key ranges
 // through the estimator's client (one paged read).
 func (e *CosmosDBLagEstimator) ReadRanges(ctx context.Context) ([]CosmosDBPartitionKeyRange, error) {
-	return e.positions.loadRanges(ctx)
+	return e.loadRanges(ctx)
 }
 
 // CosmosDBLeaseSurveyLimit bounds how many documents ReadLeasePrefixes reads.
