@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -77,16 +78,20 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 	return leases, err
 }
 
-// decodeCosmosDBLeasePage decodes a page's documents one by one, so one that
-// does not decode leaves the others counted.
+// decodeCosmosDBLeasePage decodes a page's documents in one pass; when one
+// does not decode (a field of another type), one by one, so the others count.
 func decodeCosmosDBLeasePage(body []byte) ([]cosmosDBLeaseDocument, error) {
-	var page struct{ Documents []json.RawMessage }
-	err := json.Unmarshal(body, &page)
-	documents := make([]cosmosDBLeaseDocument, len(page.Documents))
-	for i, raw := range page.Documents {
-		if json.Unmarshal(raw, &documents[i]) != nil {
+	var page struct{ Documents []cosmosDBLeaseDocument }
+	if err := json.Unmarshal(body, &page); !errors.As(err, new(*json.UnmarshalTypeError)) {
+		return page.Documents, err
+	}
+	var raw struct{ Documents []json.RawMessage }
+	err := json.Unmarshal(body, &raw)
+	documents := make([]cosmosDBLeaseDocument, len(raw.Documents))
+	for i, doc := range raw.Documents {
+		if json.Unmarshal(doc, &documents[i]) != nil {
 			documents[i] = cosmosDBLeaseDocument{undecodable: true}
-			_ = json.Unmarshal(raw, &struct{ ID *string }{&documents[i].ID})
+			_ = json.Unmarshal(doc, &struct{ ID *string }{&documents[i].ID})
 		}
 	}
 	return documents, err
