@@ -58,7 +58,6 @@ type scaleTarget struct {
 	Name     string
 	Replicas int    // the Deployment's replicas before KEDA takes over
 	Auth     string // TriggerAuthentication name
-	Endpoint bool   // the trigger names the endpoint (the secret holds only the key)
 }
 
 // Three ScaledObjects watch the same processor: "orders" authenticates with
@@ -81,6 +80,12 @@ stringData:
   connection: "{{.Connection}}"
   key: "{{.Key}}"
   wrongKey: "{{.WrongKey}}"
+  # The served account has an in-namespace IP, not a documents.azure.com name:
+  # a TriggerAuthentication's key given apart from its endpoint goes there only
+  # with the endpoint and cloud: Private in the same TriggerAuthentication
+  # (docs/security.md, "Private clouds").
+  endpoint: "{{.Endpoint}}"
+  cloud: Private
 ---
 apiVersion: keda.sh/v1alpha1
 kind: TriggerAuthentication
@@ -103,6 +108,12 @@ spec:
   - parameter: cosmosDBKey
     name: cosmosdb
     key: key
+  - parameter: endpoint
+    name: cosmosdb
+    key: endpoint
+  - parameter: cloud
+    name: cosmosdb
+    key: cloud
 ---
 apiVersion: keda.sh/v1alpha1
 kind: TriggerAuthentication
@@ -114,6 +125,12 @@ spec:
   - parameter: cosmosDBKey
     name: cosmosdb
     key: wrongKey
+  - parameter: endpoint
+    name: cosmosdb
+    key: endpoint
+  - parameter: cloud
+    name: cosmosdb
+    key: cloud
 {{range .Targets}}---
 apiVersion: apps/v1
 kind: Deployment
@@ -165,12 +182,7 @@ spec:
       processorName: {{$.Processor}}
       changeFeedLagThreshold: "{{$.LagThreshold}}"
       activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
-{{if .Endpoint}}      endpoint: {{$.Endpoint}}
-      # The served account has an in-namespace IP, not a documents.azure.com
-      # name: an account key given apart from its endpoint goes there only
-      # with cloud: Private (docs/azure-cosmosdb.md, "Where a key or token may be sent").
-      cloud: Private
-{{end}}    authenticationRef:
+    authenticationRef:
       name: {{.Auth}}
 {{end}}`
 
@@ -201,8 +213,8 @@ func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
 		MaxReplicas: maxReplicas, FallbackReplicas: fallbackReplicas,
 		Targets: []scaleTarget{
 			{Name: "orders", Auth: "cosmosdb-connection"},
-			{Name: "orders-key", Auth: "cosmosdb-key", Endpoint: true},
-			{Name: "orders-badkey", Replicas: 1, Auth: "cosmosdb-wrong-key", Endpoint: true},
+			{Name: "orders-key", Auth: "cosmosdb-key"},
+			{Name: "orders-badkey", Replicas: 1, Auth: "cosmosdb-wrong-key"},
 		},
 	})
 	t.Logf("%s applied Secret, TriggerAuthentications, Deployments and ScaledObjects", k.elapsed())
