@@ -445,7 +445,9 @@ if [ "$test_status" -ne 0 ]; then
 	fail "go test exited $test_status"
 fi
 [ "$passed" -gt 0 ] || fail "no test ran"
-if grep -qF "$cosmos_key" "$logs"/*.log; then
+# cosmoslag serve prints how to connect, the emulator's published key included
+# (cosmos.log); every other log must not hold it.
+if grep -qF "$cosmos_key" $(ls "$logs"/*.log | grep -v '/cosmos\.log$'); then
 	fail "the account key appears in the output of KEDA, the external scaler or the tests"
 fi
 # Evidence that KEDA ran this repository's scaler comes from the served
