@@ -13,6 +13,7 @@ import (
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
+	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 	kedautil "github.com/kedacore/keda/v2/pkg/util"
 )
 
@@ -63,7 +64,8 @@ replaced it); when a lease's range merged or split, a RANGE column says
 which and names the ranges that hold it now ("merged into 6", "split into
 4, 5", "part of merged range 6" for an EPK lease over part of a range).
 Then the totals, the metric, whether the trigger is active, and the replicas
-KEDA and the HPA would choose from --current-replicas, bounded by the
+KEDA and the HPA would choose from --current-replicas (taken as
+minReplicaCount when below it: KEDA never runs fewer), bounded by the
 ScaledObject's minReplicaCount and maxReplicaCount. A scale down is held
 by the HPA's scale-down stabilization window (the ScaledObject's
 advanced.horizontalPodAutoscalerConfig.behavior, 300s by default), taking
@@ -86,7 +88,11 @@ The scaler's warnings (unknown keys, secrets in plain metadata) are shown,
 and a warning when no lease, or not every lease, of the processor is
 counted (never checkpointed: no continuation) while the ScaledObject can
 scale to zero (minReplicaCount 0 or unset): changes on those partitions
-would not wake the processor from zero. To check manifests offline,
+would not wake the processor from zero. When no document of the processor
+is found at all (a misspelt processorName, or a processor that has not
+started), the warning says so instead and names the processor names the
+lease container's ids start with (one more paged read of its ids, at most
+10,000, counted in the Cost line; JSON: noLeaseMatch). To check manifests offline,
 without an estimate, run cosmoslag validate.
 
 Leases whose range merged or split are labelled from the monitored
@@ -98,6 +104,9 @@ or not decodable) are those the estimate skipped.
 
 Each Cosmos DB request try is bounded as in KEDA's operator: by
 KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
+A server certificate that is refused ends the estimate at the first try
+(a retry would meet the same certificate), and the error says how to
+trust it: for cosmoslag serve, its --ca-file, named by SSL_CERT_FILE.
 
 Exit status: 0 estimate done, 1 estimate failed (the error is printed with
 secrets redacted), 2 invalid flags, files or trigger configuration.
@@ -247,11 +256,25 @@ func newCheckScaler(ctx context.Context, setup *triggerSetup, report *triggerRep
 	return scaler, nil
 }
 
-// estimateOnce runs one estimate, as KEDA's poll does, within timeout.
+// estimateOnce runs one estimate, as KEDA's poll does, within timeout. A
+// server certificate that is refused ends it at once (see
+// certificateGuard), and the error says how to fix it.
 func estimateOnce(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, timeout time.Duration) (scalers.AzureCosmosDBEstimate, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return scaler.Estimate(ctx)
+	ctx, guard, release := guardCertificates(ctx)
+	defer release()
+	e, err := scaler.Estimate(ctx)
+	if certErr := guard.failed(); err != nil && certErr != nil {
+		// The client may report the context the guard ended instead of
+		// its cause.
+		msg := strings.TrimSuffix(err.Error(), ": "+context.Canceled.Error())
+		if !strings.Contains(msg, certErr.Error()) {
+			msg += ": " + certErr.Error()
+		}
+		return e, fmt.Errorf("%s; %s", msg, certificateHint(certErr))
+	}
+	return e, err
 }
 
 // reportEstimateFailure prints a failed estimate (msg, redacted): the JSON
@@ -281,7 +304,10 @@ func reportFailure(command string, stdout, stderr io.Writer, output string, doc 
 // current replicas.
 func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, setup *triggerSetup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
 	report.fill(estimate, checkNow())
-	if w := wakeFromZeroWarning(setup, report); w != "" {
+	cost := azure.CosmosDBCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
+	noMatch := reportNoLeaseMatch(ctx, scaler, setup.secrets, &report.triggerReport, estimate, timeout, &cost)
+	report.Requests, report.RequestCharge = cost.Requests, cost.RequestCharge
+	if w := wakeFromZeroWarning(setup, report); w != "" && !noMatch {
 		report.Warnings = append(report.Warnings, w)
 	}
 	if w := partlyCheckpointedWarning(setup, report, report.NeverCheckpointed, report.NotDecodable); w != "" {

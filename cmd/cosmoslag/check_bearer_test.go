@@ -19,6 +19,9 @@ var tokenIssuer *entraidtest.Issuer
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
+	if args := os.Getenv("COSMOSLAG_RUN_HELPER"); args != "" {
+		return runHelper(args) // a test's child process: cosmoslag itself, in the environment it was given
+	}
 	issuer, err := entraidtest.New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -45,6 +45,9 @@ type triggerReport struct {
 	// Warnings: the scaler's warnings on the trigger's metadata, then
 	// the command's own; never a value. Always an array.
 	Warnings []string `json:"warnings"`
+	// NoLeaseMatch is set when the estimate found no document of the
+	// processor: what the lease container holds instead.
+	NoLeaseMatch *noLeaseMatch `json:"noLeaseMatch,omitempty"`
 }
 
 // checkEstimate is the part of check's result that only a successful
@@ -195,6 +198,10 @@ func writeCheckHeader(b *strings.Builder, r *triggerReport) {
 // writeLeaseTable writes a row per lease, with a RANGE column when a
 // lease's range merged or split.
 func writeLeaseTable(b *strings.Builder, r *checkReport) error {
+	if len(r.Leases) == 0 && r.NoLeaseMatch != nil {
+		writeNoLeaseMatchLine(b, &r.triggerReport)
+		return nil
+	}
 	if len(r.Leases) == 0 {
 		b.WriteString("No leases counted for this processor: leases never checkpointed (ContinuationToken null)\n" +
 			"and bookkeeping documents are not counted.\n\n")

@@ -170,6 +170,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// demoSleepUntil paces the demo's polls in real time; the simulation is
+// stepped per poll, not by the clock, so tests that check its output
+// (docs/usage.md's excerpt) skip the waits.
+var demoSleepUntil = sleepUntil
+
 // demo runs the simulation and prints the table and the summary.
 func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error) {
 	w, err := newWorld(o.sim)
@@ -197,7 +202,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) ([]demoPoll, error)
 				return polls, fmt.Errorf("simulation: %w", err)
 			}
 		}
-		if ctx.Err() != nil || !sleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
+		if ctx.Err() != nil || !demoSleepUntil(ctx, start.Add(time.Duration(k)*o.sim.Interval)) {
 			fmt.Fprintln(out, "interrupted")
 			break
 		}

@@ -194,14 +194,20 @@ type replicaPlan struct {
 // followed by the HPA's first decision; an inactive trigger is taken to have
 // been inactive for the whole cooldown period, and running replicas to have
 // been the HPA's recommendation until now (so a scale down is held by the
-// stabilization window).
+// stabilization window). Fewer current replicas than minReplicaCount are
+// taken as minReplicaCount: KEDA never runs fewer, so that is the floor.
 func (a *autoscaler) settle(current int32, metric int64, active bool) replicaPlan {
+	var floor []string
+	if current < a.Min {
+		floor = []string{fmt.Sprintf("current replicas taken as %d, not %d: KEDA never runs fewer than minReplicaCount", a.Min, current)}
+		current = a.Min
+	}
 	now := time.Time{}.Add(a.ScaleDownWindow)
 	if current > 0 {
 		a.recommendations = []recommendation{{now.Add(-time.Nanosecond), current}}
 	}
 	d := a.step(now, current, metric, active)
-	plan := replicaPlan{Current: current, Min: a.Min, Max: a.Max, Steps: []string{d.Reason}, ScaleDownWindowSeconds: int64(a.ScaleDownWindow / time.Second)}
+	plan := replicaPlan{Current: current, Min: a.Min, Max: a.Max, Steps: append(floor, d.Reason), ScaleDownWindowSeconds: int64(a.ScaleDownWindow / time.Second)}
 	if d.held {
 		after := d.recommended
 		plan.AfterWindow = &after

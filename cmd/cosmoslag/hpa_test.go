@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,43 @@ func TestAutoscalerCooldown(t *testing.T) {
 	}
 	if d := a.step(t0.Add(3*time.Second), 1, 0, false); d.Replicas != 0 {
 		t.Errorf("3s inactive: %+v, want 0", d)
+	}
+}
+
+// KEDA never runs fewer replicas than minReplicaCount: a current count
+// below it (check's default --current-replicas is 0) is taken as the
+// minimum, and the plan says so, instead of starting from 0.
+func TestAutoscalerSettleFloorsCurrentAtMinReplicaCount(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		min, current    int32
+		metric          int64
+		active          bool
+		wantCurrent     int32
+		wantDesired     int32
+		wantFloorStated bool
+	}{
+		{"active, min 1, from 0", 1, 0, 350, true, 1, 4, true},
+		{"inactive, min 1, from 0", 1, 0, 0, false, 1, 1, true},
+		{"min 3, from 2", 3, 2, 100, true, 3, 3, true},
+		{"min 1, from 2", 1, 2, 350, true, 2, 4, false},
+		{"min 0, from 0", 0, 0, 350, true, 0, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &autoscaler{Min: tc.min, Max: 10, Target: 100, MetricType: v2.AverageValueMetricType, Cooldown: time.Minute, ScaleDownWindow: 5 * time.Minute}
+			plan := a.settle(tc.current, tc.metric, tc.active)
+			if plan.Current != tc.wantCurrent || plan.Desired != tc.wantDesired {
+				t.Errorf("%d → %d, want %d → %d (%q)", plan.Current, plan.Desired, tc.wantCurrent, tc.wantDesired, plan.Steps)
+			}
+			stated := len(plan.Steps) > 0 && strings.Contains(plan.Steps[0], "KEDA never runs fewer than minReplicaCount")
+			if stated != tc.wantFloorStated {
+				t.Errorf("steps %q: floor stated %v, want %v", plan.Steps, stated, tc.wantFloorStated)
+			}
+			for i := 1; i < len(plan.Steps); i++ {
+				if plan.Steps[i] == plan.Steps[i-1] {
+					t.Errorf("step repeated: %q", plan.Steps)
+				}
+			}
+		})
 	}
 }

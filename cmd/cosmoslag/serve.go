@@ -84,13 +84,21 @@ PartitionMerge bit (a decimal bit set with bit 0 set, e.g. 1, as the .NET
 >= 3.27, Java >= 4.42 and JavaScript >= 4.3 SDKs send) is refused with 400,
 and /control/merge can merge ranges.
 
-When both listen, one line each goes to stdout:
+When both listen, one line each goes to stdout, then how to connect:
   cosmos endpoint https://127.0.0.1:8081/
   control api http://127.0.0.1:8082
+  connection string AccountEndpoint=https://127.0.0.1:8081/;AccountKey=<key>;
+  ca file /tmp/cosmos-ca.pem
+  trust it SSL_CERT_FILE=/tmp/cosmos-ca.pem (...)
+The connection string holds the emulator's well-known key (the default),
+which is public; a --key is never printed. Without --ca-file the "ca file"
+line says to use it, and there is no "trust it" line. Clients trust the
+certificate from the CA file: cosmoslag check and tune, as Go programs,
+with SSL_CERT_FILE set to it.
 Every control request is logged to stderr (method, path, status). SIGINT or
 SIGTERM stops both servers; the exit status is then 0. It is 1 when a
 listener cannot be opened or a certificate file cannot be read or written,
-2 for invalid flags. The key is never printed.
+2 for invalid flags.
 
 Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
 409 or 500):
@@ -219,6 +227,7 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 
 	fmt.Fprintf(stdout, "cosmos endpoint %s\n", srv.URL())
 	fmt.Fprintf(stdout, "control api http://%s\n", ln.Addr())
+	writeConnectHelp(stdout, srv.URL(), o)
 
 	select {
 	case <-ctx.Done():
@@ -234,6 +243,23 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 	srv.Close()
 	fmt.Fprintln(logw, "cosmoslag serve: stopped")
 	return nil
+}
+
+// writeConnectHelp prints how a client connects: the connection string
+// (with the emulator's well-known key, which is public; a --key is never
+// printed), the CA file and how to trust it.
+func writeConnectHelp(w io.Writer, endpoint string, o serveOptions) {
+	key := "<the --key value>"
+	if o.key == emulatorKey {
+		key = emulatorKey
+	}
+	fmt.Fprintf(w, "connection string AccountEndpoint=%s;AccountKey=%s;\n", endpoint, key)
+	if o.caFile == "" {
+		fmt.Fprintf(w, "ca file none: the certificate is self-signed; start serve with --ca-file FILE to write it out for clients to trust\n")
+		return
+	}
+	fmt.Fprintf(w, "ca file %s\n", o.caFile)
+	fmt.Fprintf(w, "trust it SSL_CERT_FILE=%s (in the environment of cosmoslag check and tune, and other Go programs; Node.js: NODE_EXTRA_CA_CERTS=%s)\n", o.caFile, o.caFile)
 }
 
 // serverOptions are the embedded server's options from the flags; with

@@ -130,6 +130,7 @@ func setupTrigger(m *manifests, target scalable, index int, set map[string]strin
 	// From the manifest's metadata, before --set adds parameters to it
 	// (a credential given with --set is not in plain metadata).
 	s.warnings = scalers.AzureCosmosDBWarnings(trigger.Metadata)
+	s.warnings = append(s.warnings, unknownSetWarnings(m, set, s.warnings)...)
 
 	// A trigger parameter given with --set wins over the manifests whatever
 	// its lookup order, so it goes into the metadata and the auth params,
@@ -157,6 +158,55 @@ func setupTrigger(m *manifests, target scalable, index int, set map[string]strin
 		s.secrets.Add(v)
 	}
 	return s, nil
+}
+
+// unknownSetWarnings gives a --set key that is neither a trigger parameter
+// nor a key the manifests reference (a Secret, ConfigMap or environment
+// variable of a TriggerAuthentication, a ...FromEnv variable) the
+// scaler's unknown-key warning, as the key would draw in the trigger's
+// metadata; keys already warned of are not repeated. Key names only.
+func unknownSetWarnings(m *manifests, set map[string]string, warned []string) []string {
+	referenced := m.referencedKeys()
+	unknown := map[string]string{}
+	for k := range set {
+		if !slices.Contains(knownParams, k) && !referenced[k] {
+			unknown[k] = ""
+		}
+	}
+	var warnings []string
+	for _, w := range scalers.AzureCosmosDBWarnings(unknown) {
+		if !slices.Contains(warned, w) {
+			warnings = append(warnings, w)
+		}
+	}
+	return warnings
+}
+
+// referencedKeys are the local value keys the manifests may look up: the
+// keys of every TriggerAuthentication's secret, config map and environment
+// references, and the variables every ...FromEnv trigger parameter names.
+func (m *manifests) referencedKeys() map[string]bool {
+	keys := map[string]bool{}
+	for _, a := range m.auths {
+		for _, r := range authRefs(&a.spec) {
+			keys[r.key] = true
+		}
+	}
+	var triggers []kedav1alpha1.ScaleTriggers
+	for _, so := range m.scaledObjects {
+		triggers = append(triggers, so.Spec.Triggers...)
+	}
+	for _, sj := range m.scaledJobs {
+		triggers = append(triggers, sj.Spec.Triggers...)
+	}
+	for _, t := range triggers {
+		for k, v := range t.Metadata {
+			if strings.HasSuffix(k, "FromEnv") {
+				keys[v] = true
+			}
+		}
+	}
+	return keys
 }
 
 // readScaledObject takes the replica bounds, the cooldown period and the

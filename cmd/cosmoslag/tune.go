@@ -61,7 +61,9 @@ to the last, per lease, per owner (replica) and in total:
   write rate  how far the partitions' latest LSNs moved per second, read
               as checkpoint + lag (an approximation: see docs/tuning.md)
   lag         at the last sample, and the time to drain it at the current
-              replica count: lag / (drain rate - write rate)
+              replica count: per lease, lag / (drain rate - write rate) for a
+              backlog (never when the writes arrive as fast or faster); an
+              owner's is its slowest lease's, the total the slowest owner's
 
 and recommends
 
@@ -72,18 +74,27 @@ the arithmetic, and the replicas KEDA and the HPA would choose with it (and
 with the current threshold) for the last sample's lag, bounded by the
 ScaledObject's minReplicaCount and maxReplicaCount.
 
-The per-replica rate is the mean over the busy replicas (their leases had
-lag at every sample): what a replica can do. Replicas that drained nothing
-are idle (no lag) or stuck (lag pending), not slow, and are not counted.
-When no replica was busy throughout, those that caught up are counted and
-the threshold is a lower bound (said so). A lease that changed owner is in
-the totals, but the replicas that held it are not counted.
+The per-replica rate is the mean over the busy replicas (at every sample
+their leases' lag was no less than what they drained by the next): what a
+replica can do. A processor that keeps up, its lag only what arrived since
+its last checkpoint, is not busy. Replicas that drained nothing are idle
+(no lag) or stuck (lag pending), not slow, and are not counted. When no
+replica was busy, those that caught up are counted and the rate and the
+threshold are lower bounds (marked ≥, and said so). A lease that changed
+owner is in the totals, but the replicas that held it are not counted. The
+replicas that keep up with the writes are never more than the partitions
+with writes; when a partition takes more writes than a replica drains, no
+count keeps up, and tune says so.
 
 No recommendation is made (exit status 3, the reasons in the text and in
 JSON's reason and reasons) when the data cannot support one: fewer than 3
 samples, no checkpoint moved in the window, a split or merge in the window
 (leases appear or disappear, a stale parent, an estimate that met a split),
 a checkpoint that moved back, or no replica whose drain can be attributed.
+When the first sample finds no document of the processor at all (a
+misspelt processorName, or a processor that has not started), tune stops
+there, exit status 3, naming the processor names the lease container's ids
+start with (JSON: noLeaseMatch).
 
 Measure under real load, with a backlog (at a peak, or after a pause), and
 run tune again after every change to the processor's code or dependencies
@@ -155,6 +166,9 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	samples, err := takeSamples(ctx, scaler, clock, &o, report, progress)
 	if err != nil {
 		return reportTuneFailure(stdout, stderr, o.output, report, setup.secrets.Redact(err.Error()))
+	}
+	if report.NoLeaseMatch != nil {
+		return writeTuneNoLeaseMatch(stdout, stderr, o.output, report)
 	}
 	current := -1
 	if o.given["current-replicas"] {
@@ -279,6 +293,9 @@ func takeSamples(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, clock
 		samples = append(samples, tuneSample{at: at, estimate: e})
 		if tuneSampled != nil {
 			tuneSampled(k)
+		}
+		if k == 0 && stopWithoutLeases(ctx, scaler, o, report, e) {
+			return samples, nil
 		}
 		printTuneProgress(progress, samples, k, n)
 	}

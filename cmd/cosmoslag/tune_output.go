@@ -158,7 +158,7 @@ func writeTuneTables(b *strings.Builder, r *tuneReport) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEASE\tOWNER\tCHECKPOINTS\tDRAINED\tDRAIN/s\tWRITES/s\tLAG")
+	fmt.Fprintln(tw, "LEASE\tOWNER\tCHECKPOINTS\tDRAINED\tDRAIN/s\tWRITES/s\tLAG\tTIME TO DRAIN")
 	for _, l := range r.Leases {
 		checkpoints := "-"
 		if l.FirstCheckpoint != nil && l.LastCheckpoint != nil {
@@ -172,7 +172,12 @@ func writeTuneTables(b *strings.Builder, r *tuneReport) error {
 		if l.StaleParent {
 			lag = "stale parent"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.2f\t%s\n", l.Token, owner, checkpoints, l.Drained, l.DrainRate, l.WriteRate, lag)
+		drained := fmt.Sprint(l.Drained)
+		if l.DrainRate == nil {
+			drained = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Token, owner, checkpoints, drained, rateText(l.DrainRate), rateText(l.WriteRate), lag,
+			drainTimeText(l.tuneDrainTime))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -181,11 +186,15 @@ func writeTuneTables(b *strings.Builder, r *tuneReport) error {
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OWNER\tLEASES\tDRAIN/s\tWRITES/s\tLAG\tTIME TO DRAIN\tSTATE")
 	for _, o := range r.PerOwner {
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%d\t%s\t%s: %s\n", cmpOr(o.Owner, "-"), strings.Join(o.Leases, ", "), o.DrainRate, o.WriteRate, o.Lag,
-			drainTimeText(o.TimeToDrainSeconds), o.State, o.Note)
+		drain := rateText(o.DrainRate)
+		if o.LowerBound {
+			drain = "≥" + drain
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s: %s\n", cmpOr(o.Owner, "-"), strings.Join(o.Leases, ", "), drain, rateText(o.WriteRate), o.Lag,
+			drainTimeText(o.tuneDrainTime), o.State, o.Note)
 	}
 	t := r.Total
-	fmt.Fprintf(tw, "Total\t%d lease(s), %d owner(s)\t%.2f\t%.2f\t%d\t%s\n", t.Leases, t.Owners, t.DrainRate, t.WriteRate, t.Lag, drainTimeText(t.TimeToDrainSeconds))
+	fmt.Fprintf(tw, "Total\t%d lease(s), %d owner(s)\t%s\t%s\t%d\t%s\n", t.Leases, t.Owners, rateText(t.DrainRate), rateText(t.WriteRate), t.Lag, drainTimeText(t.tuneDrainTime))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -205,12 +214,13 @@ func writeTuneVerdict(b *strings.Builder, r *tuneReport) {
 		b.WriteString("\n")
 		return
 	}
-	state := "busy"
 	if rec.LowerBound {
-		state = "caught-up (a lower bound)"
+		fmt.Fprintf(b, "Per replica   ≥%.2f LSN/s, a lower bound: the mean of %d replica(s) that did all they were given: %s\n", rec.PerReplicaRate, len(rec.Replicas), strings.Join(rec.Replicas, ", "))
+		fmt.Fprintf(b, "Recommended   changeFeedLagThreshold: \"%d\" (now %d), a lower bound: %s\n", rec.Threshold, r.Threshold, rec.LowerBoundReason)
+	} else {
+		fmt.Fprintf(b, "Per replica   %.2f LSN/s: the mean of %d busy replica(s): %s\n", rec.PerReplicaRate, len(rec.Replicas), strings.Join(rec.Replicas, ", "))
+		fmt.Fprintf(b, "Recommended   changeFeedLagThreshold: \"%d\" (now %d)\n", rec.Threshold, r.Threshold)
 	}
-	fmt.Fprintf(b, "Per replica   %.2f LSN/s: the mean of %d %s replica(s): %s\n", rec.PerReplicaRate, len(rec.Replicas), state, strings.Join(rec.Replicas, ", "))
-	fmt.Fprintf(b, "Recommended   changeFeedLagThreshold: \"%d\" (now %d)\n", rec.Threshold, r.Threshold)
 	fmt.Fprintf(b, "              %s\n", rec.Arithmetic)
 	from := "--current-replicas"
 	if rec.CurrentReplicasFrom == "owners" {
@@ -232,12 +242,30 @@ func writeTuneVerdict(b *strings.Builder, r *tuneReport) {
 	b.WriteString("\n")
 }
 
-// drainTimeText prints a time to drain; nil is never.
-func drainTimeText(seconds *float64) string {
-	if seconds == nil {
+// drainTimeText prints a time to drain: a duration, never (and why, in
+// short), or "-" when none is given.
+func drainTimeText(t tuneDrainTime) string {
+	switch {
+	case t.TimeToDrainSeconds != nil:
+		return formatAge(int64(*t.TimeToDrainSeconds))
+	case strings.HasPrefix(t.NeverDrains, "writes arrive"):
 		return "never (writes ≥ drain)"
+	case strings.HasPrefix(t.NeverDrains, "a replica drains nothing"):
+		return "never (stuck)"
+	case strings.HasPrefix(t.NeverDrains, "nobody drains"):
+		return "never (no owner)"
+	case t.NeverDrains != "":
+		return "never"
 	}
-	return formatAge(int64(*seconds))
+	return "-"
+}
+
+// rateText prints a rate, "-" when not measured.
+func rateText(rate *float64) string {
+	if rate == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *rate)
 }
 
 // printTuneProgress prints a line per sample (on a terminal).

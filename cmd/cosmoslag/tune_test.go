@@ -49,6 +49,7 @@ type tuneDoc struct {
 		Lag                  int64    `json:"lag"`
 		ActivePartitions     int64    `json:"activePartitions"`
 		TimeToDrainSeconds   *float64 `json:"timeToDrainSeconds"`
+		TimeToDrainUnknown   string   `json:"timeToDrainUnknown"`
 	} `json:"total"`
 	Recommendation *struct {
 		Threshold      int64   `json:"changeFeedLagThreshold"`
@@ -148,9 +149,9 @@ func TestTuneEmulatorMeasuresTheSimulatedRate(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^Simulation\s+3 replica\(s\) draining 80/s each`,
 		`(?m)^Window\s+3s: 7 sample\(s\) every 500ms on the simulation's clock, 3s measured$`,
-		`(?m)^LEASE\s+OWNER\s+CHECKPOINTS\s+DRAINED\s+DRAIN/s\s+WRITES/s\s+LAG$`,
+		`(?m)^LEASE\s+OWNER\s+CHECKPOINTS\s+DRAINED\s+DRAIN/s\s+WRITES/s\s+LAG\s+TIME TO DRAIN$`,
 		`(?m)^order-projector-1\s+0\s+80\.00\s+[\d.]+\s+\d+\s+\S+\s+busy: `,
-		`(?m)^-\s+3\s+0\.00\s+[\d.]+\s+\d+\s+never \(writes ≥ drain\)\s+unowned: `,
+		`(?m)^-\s+3\s+0\.00\s+[\d.]+\s+\d+\s+never \(no owner\)\s+unowned: `,
 		`(?m)^Per replica\s+80\.00 LSN/s: the mean of 3 busy replica\(s\)`,
 		`(?m)^Recommended\s+changeFeedLagThreshold: "800" \(now 100\)$`,
 		`(?m)^\s+floor\(80\.00 LSN/s per replica × \(30s budget − 20s startup\)\) = floor\(80\.00 × 10\) = 800$`,
@@ -198,8 +199,8 @@ func TestTuneWindowWithoutCheckpoints(t *testing.T) {
 	if len(doc.Reasons) != 1 || !strings.HasPrefix(doc.Reasons[0], "no checkpoint moved") || doc.Reason != doc.Reasons[0] {
 		t.Errorf("reason %q, reasons %q", doc.Reason, doc.Reasons)
 	}
-	if doc.Total == nil || doc.Total.DrainRate != 0 || doc.Total.Lag == 0 || doc.Total.TimeToDrainSeconds != nil {
-		t.Errorf("total %+v; want no drain, some lag, never drained", doc.Total)
+	if doc.Total == nil || doc.Total.DrainRate != 0 || doc.Total.Lag == 0 || doc.Total.TimeToDrainSeconds != nil || !strings.HasPrefix(doc.Total.TimeToDrainUnknown, "no recommendation") {
+		t.Errorf("total %+v; want no drain, some lag, no time to drain in a refused run", doc.Total)
 	}
 }
 
@@ -248,9 +249,23 @@ func TestTuneSplitInsideTheWindow(t *testing.T) {
 		}
 	}
 	assertNoSecret(t, srv.Key(), stdout, stderr)
-	doc, _ := decodeTune(t, stdout)
+	doc, raw := decodeTune(t, stdout)
 	if code != exitNoRecommendation || doc.ExitCode != exitNoRecommendation || doc.Recommendation != nil {
 		t.Fatalf("exit %d; want 3 and no recommendation\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// A refused run: no negative rate, no time to drain (item 5 of issue Z).
+	for _, rows := range []any{raw["leases"], raw["perOwner"], []any{raw["total"]}} {
+		for _, row := range rows.([]any) {
+			row := row.(map[string]any)
+			for _, key := range []string{"drainRate", "writeRate"} {
+				if v, ok := row[key].(float64); ok && v < 0 {
+					t.Errorf("%s %v in %v", key, v, row)
+				}
+			}
+			if row["timeToDrainSeconds"] != nil || row["neverDrains"] != nil || row["timeToDrainUnknown"] == nil {
+				t.Errorf("a time to drain in a refused run: %v", row)
+			}
+		}
 	}
 	if doc.Clock != "wall" || doc.Samples != 6 {
 		t.Errorf("clock %q, %d samples; want wall, 6", doc.Clock, doc.Samples)
@@ -347,5 +362,131 @@ func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
 	}
 	if stdout != example {
 		t.Errorf("docs/tuning.md's example differs from the command's output:\n%s", stdout)
+	}
+}
+
+// A processor on an account, on the wall clock, that writes 10 changes per
+// range between two samples and checkpoints: one that keeps up (all but
+// the last 2 processed at each sample) is not busy, its rate a lower bound;
+// one draining a backlog (20 per interval from 200) is busy. Item 1 of
+// issue Z, through the command.
+func TestTuneKeepingUpIsALowerBoundBacklogIsBusy(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		backlog    int64
+		lowerBound bool
+		state      string
+	}{
+		{"keeping up", 0, true, ownerCaughtUp},
+		{"draining a backlog", 200, false, ownerBusy},
+	} {
+		srv, data, proc := newShopAccount(t, 2, cosmostest.DotNetV0)
+		ranges := []string{"0", "1"}
+		for _, r := range ranges {
+			if err := data.WriteItemsToRange(r, 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := proc.CreateLeases(true); err != nil {
+			t.Fatal(err)
+		}
+		checkpoint := map[string]int64{}
+		for _, r := range ranges {
+			if err := data.WriteItemsToRange(r, int(c.backlog)+10); err != nil {
+				t.Fatal(err)
+			}
+			if err := proc.SetOwner(r, "order-projector-"+r); err != nil {
+				t.Fatal(err)
+			}
+			checkpoint[r] = data.LSN(r) - 2 - c.backlog
+			if err := proc.Checkpoint(r, checkpoint[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var hookErrs []error
+		sampled := func(int) {
+			for _, r := range ranges {
+				hookErrs = append(hookErrs, data.WriteItemsToRange(r, 10))
+				if c.backlog == 0 {
+					checkpoint[r] = data.LSN(r) - 2
+				} else {
+					checkpoint[r] += 20
+				}
+				hookErrs = append(hookErrs, proc.Checkpoint(r, checkpoint[r]))
+			}
+		}
+		so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+		args := []string{"tune", "-f", so, "--set", "connection=" + srv.ConnectionString(), "--window", "1s", "--interval", "250ms", "--budget", "30s"}
+		tuneSampled = sampled
+		t.Cleanup(func() { tuneSampled = nil })
+		code, stdout, stderr := runCmd(t, append(args, "-o", "json")...)
+		for _, err := range hookErrs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		doc, raw := decodeTune(t, stdout)
+		if code != exitOK || doc.Recommendation == nil {
+			t.Fatalf("%s: exit %d\n%s\nstderr:\n%s", c.name, code, stdout, stderr)
+		}
+		if doc.Recommendation.LowerBound != c.lowerBound {
+			t.Errorf("%s: recommendation.lowerBound %v, want %v", c.name, doc.Recommendation.LowerBound, c.lowerBound)
+		}
+		for _, o := range raw["perOwner"].([]any) {
+			o := o.(map[string]any)
+			if o["state"] != c.state || o["lowerBound"] != c.lowerBound || o["counted"] != true {
+				t.Errorf("%s: owner %v: state %v, lowerBound %v, counted %v; want %s, %v, counted", c.name, o["owner"], o["state"], o["lowerBound"], o["counted"], c.state, c.lowerBound)
+			}
+		}
+		// The same as text, the processor going on from where it was.
+		code, stdout, _ = runCmd(t, args...)
+		marked := regexp.MustCompile(`(?m)^Per replica\s+≥[\d.]+ LSN/s, a lower bound: `).MatchString(stdout)
+		if code != exitOK || marked != c.lowerBound {
+			t.Errorf("%s: exit %d, the per-replica rate marked a lower bound: %v, want %v\n%s", c.name, code, marked, c.lowerBound, stdout)
+		}
+	}
+}
+
+// A checkpoint reset inside the window, ahead again by the last sample:
+// tune refuses, naming the lease and the samples (item 2 of issue Z).
+func TestTuneCheckpointResetInsideTheWindow(t *testing.T) {
+	srv, data, proc := newShopAccount(t, 2, cosmostest.DotNetV0)
+	for _, r := range []string{"0", "1"} {
+		if err := data.WriteItemsToRange(r, 500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := proc.CreateLeases(false); err != nil {
+		t.Fatal(err)
+	}
+	// Lease 0: 100, 200, then back to 50 after the second sample, then 300.
+	at := []int64{100, 200, 50, 300, 400}
+	for _, r := range []string{"0", "1"} {
+		if err := proc.SetOwner(r, "order-projector-"+r); err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.Checkpoint(r, at[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hookErrs []error
+	tuneSampled = func(k int) {
+		if k+1 < len(at) {
+			hookErrs = append(hookErrs, proc.Checkpoint("0", at[k+1]), proc.Checkpoint("1", 100+100*int64(k+1)))
+		}
+	}
+	t.Cleanup(func() { tuneSampled = nil })
+	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection="+srv.ConnectionString(),
+		"--window", "1s", "--interval", "250ms", "--budget", "30s", "-o", "json")
+	for _, err := range hookErrs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc, _ := decodeTune(t, stdout)
+	if code != exitNoRecommendation || doc.Recommendation != nil || len(doc.Reasons) != 1 ||
+		!regexp.MustCompile(`^lease 0's checkpoint moved back between \+[\d.]+m?s and \+[\d.]+m?s \(200 → 50\): the processor reset it`).MatchString(doc.Reasons[0]) {
+		t.Fatalf("exit %d, reasons %q; want 3 and lease 0's reset named\n%s\nstderr:\n%s", code, doc.Reasons, stdout, stderr)
 	}
 }

@@ -239,3 +239,32 @@ func TestValidateJSON(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt parameter given with --set draws the unknown-key warning it
+// draws in the YAML; keys the manifests reference (a Secret key, a
+// ...FromEnv variable) and known parameters draw none.
+func TestValidateWarnsOfUnknownSetKeys(t *testing.T) {
+	so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(scaledObjectYAML, "processorName: order-projector",
+		"processorName: order-projector\n        leaseConnectionFromEnv: LEASE_CONN", 1)+"---\n"+triggerAuthYAML)
+	const conn = "AccountEndpoint=https://shop.documents.azure.com:443/;AccountKey=c2VjcmV0c2VjcmV0;"
+	yamlTyped := writeFile(t, t.TempDir(), "typo.yaml", strings.Replace(scaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "5"`, 1)+"---\n"+triggerAuthYAML)
+	_, fromYAML, _ := runCmd(t, "validate", "-f", yamlTyped, "--set", "connectionString="+conn)
+	const want = "ScaledObject shop/order-projector trigger 1 (orders): warning: Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb\n"
+	if !strings.Contains(fromYAML, want) {
+		t.Fatalf("the YAML path does not warn %q:\n%s", want, fromYAML)
+	}
+
+	code, stdout, stderr := runCmd(t, "validate", "-f", so, "--set", "connectionString="+conn, "--set", "LEASE_CONN="+conn, "--set", "changeFeedLagTreshold=5")
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("--set: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+	if n := strings.Count(stdout, "warning:"); n != 1 {
+		t.Errorf("%d warnings, want 1 (connectionString and LEASE_CONN are referenced):\n%s", n, stdout)
+	}
+	code, stdout, _ = runCmd(t, "validate", "-f", so, "--set", "connectionString="+conn, "--set", "LEASE_CONN="+conn, "--set", "changeFeedLagThreshold=5", "-o", "json")
+	var r validateReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != exitOK || len(r.Triggers) != 1 || len(r.Triggers[0].Warnings) != 0 {
+		t.Errorf("a known parameter: exit %d, %v, %+v", code, err, r.Triggers)
+	}
+	assertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
+}

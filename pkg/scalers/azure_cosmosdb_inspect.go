@@ -171,3 +171,10 @@ func AzureCosmosDBWarnings(triggerMetadata map[string]string, ignore ...string) 
 	}
 	return warnings
 }
+
+// ReadLeasePrefixes reads the ids of the lease container with the scaler's
+// lease client and counts them by processor name prefix (see
+// azure.CosmosDBLagEstimator.ReadLeasePrefixes); cost is what the read cost.
+func (s *AzureCosmosDBScaler) ReadLeasePrefixes(ctx context.Context) (azure.CosmosDBLeasePrefixes, azure.CosmosDBCost, error) {
+	return s.estimator.ReadLeasePrefixes(ctx)
+}

@@ -6,7 +6,12 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 )
 
 // CosmosDBPartitionKeyRange is a physical partition of the monitored
@@ -37,4 +42,87 @@ func (e *CosmosDBLagEstimator) ReadRanges(ctx context.Context) ([]CosmosDBPartit
 		return nil, cost, err
 	}
 	return slices.Clone(r.ranges), cost, nil
+}
+
+// CosmosDBLeaseSurveyLimit bounds how many documents ReadLeasePrefixes reads.
+const CosmosDBLeaseSurveyLimit = 10000
+
+// CosmosDBNotALeaseID is the prefix under which ReadLeasePrefixes counts
+// ids in no lease format.
+const CosmosDBNotALeaseID = "(not a lease id)"
+
+// CosmosDBLeasePrefixes is what the lease container holds, by the processor
+// name its documents' ids start with: read when an estimate found no
+// document of the processor, to tell a misspelt processor name from a
+// processor that has not started.
+type CosmosDBLeasePrefixes struct {
+	Documents int            // documents read
+	Prefixes  map[string]int // documents per processor name prefix
+	Truncated bool           // stopped after CosmosDBLeaseSurveyLimit documents
+}
+
+var errCosmosDBSurveyLimit = errors.New("survey limit reached")
+
+// ReadLeasePrefixes reads the ids of the lease container (SELECT c.id, paged
+// through the estimator's lease client, at most CosmosDBLeaseSurveyLimit
+// documents) and counts them by processor name prefix: the part of a lease
+// id "{prefix}{accountHost}_{dbRid}_{collRid}..{token}" (or ".info",
+// ".lock") before the monitored account's name; when the id names another
+// account, the prefix keeps its host.
+func (e *CosmosDBLagEstimator) ReadLeasePrefixes(ctx context.Context) (CosmosDBLeasePrefixes, CosmosDBCost, error) {
+	found := CosmosDBLeasePrefixes{Prefixes: map[string]int{}}
+	query, err := json.Marshal(map[string]any{"query": "SELECT c.id FROM c"})
+	if err != nil {
+		return found, CosmosDBCost{}, err
+	}
+	database, container := e.names.LeaseDatabase, e.names.LeaseContainer
+	req := cosmosDBRequest{operation: "list the ids in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
+		method: http.MethodPost, url: e.leases.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
+		header: http.Header{
+			"X-Ms-Documentdb-Isquery":                    {"True"},
+			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},
+			"X-Ms-Max-Item-Count":                        {"1000"},
+		}}
+	account := cosmosDBAccountName(e.data.endpoint.Hostname())
+	cost, err := e.leases.sendPages(ctx, req, func(body []byte) error {
+		var page struct{ Documents []struct{ ID string } }
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
+		}
+		for _, doc := range page.Documents {
+			if found.Documents == CosmosDBLeaseSurveyLimit {
+				found.Truncated = true
+				return errCosmosDBSurveyLimit
+			}
+			found.Documents++
+			found.Prefixes[cosmosDBLeaseIDPrefix(doc.ID, account)]++
+		}
+		return nil
+	})
+	if errors.Is(err, errCosmosDBSurveyLimit) {
+		err = nil
+	}
+	return found, cost, err
+}
+
+// cosmosDBLeaseIDPrefix is the processor name a lease id starts with (see
+// ReadLeasePrefixes), or CosmosDBNotALeaseID.
+func cosmosDBLeaseIDPrefix(id, account string) string {
+	name, _, ok := strings.Cut(id, "..")
+	for _, suffix := range []string{".info", ".lock"} {
+		if !ok {
+			name, ok = strings.CutSuffix(id, suffix)
+		}
+	}
+	parts := strings.Split(name, "_")
+	if !ok || len(parts) < 3 {
+		return CosmosDBNotALeaseID
+	}
+	head := strings.Join(parts[:len(parts)-2], "_") // the processor name and the account host
+	for i := len(head) - len(account); i >= 0 && account != ""; i-- {
+		if strings.EqualFold(head[i:i+len(account)], account) {
+			return head[:i]
+		}
+	}
+	return head
 }
