@@ -453,6 +453,8 @@ const typoName = "orders-procesor"
 // waiting its window to say "no checkpoint moved".
 func assertNoLeaseMatch(t *testing.T, r *scenarioRun) {
 	t.Helper()
+	t.Logf("check --set processorName=%s: warnings %q", typoName, r.typo.check.Warnings)
+	t.Logf("tune --set processorName=%s: exit %d after %d sample(s): %s", typoName, r.typo.tune.ExitCode, r.typo.tune.Samples, r.typo.tune.Reason)
 	// The lease container holds the processor's leases and its .info.
 	docs := len(r.frozen.Leases) + 1
 	want := fmt.Sprintf(`no lease document matches processorName %q`, typoName)
@@ -496,6 +498,7 @@ func assertNoLeaseMatch(t *testing.T, r *scenarioRun) {
 // it is not retried, and the error names the fix (issue 41 item 7).
 func assertUntrusted(t *testing.T, r *scenarioRun) {
 	t.Helper()
+	t.Logf("check without SSL_CERT_FILE: exit %d: %s", r.untrusted.ExitCode, r.untrusted.Error)
 	if u := r.untrusted; u.ExitCode != 1 || !strings.Contains(u.Error, "not retried") || !strings.Contains(u.Error, "SSL_CERT_FILE") || !strings.Contains(u.Error, "--ca-file") {
 		t.Errorf("check without SSL_CERT_FILE: exit %d, error %q; want exit 1 and an error that names --ca-file and SSL_CERT_FILE and says it was not retried", u.ExitCode, u.Error)
 	}
