@@ -66,41 +66,52 @@ type CosmosDBRecorder struct {
 	firstChanges  map[string]time.Time // by partition key range, EPK bounds and continuation
 }
 
-// Do sends req through Next and records it.
+// Do sends req through Next and records it; the body is read and decoded
+// before the recorder's lock is taken, so concurrent reads stay concurrent.
 func (r *CosmosDBRecorder) Do(req *http.Request) (*http.Response, error) {
 	resp, err := r.Next.Do(req)
 	if req.Header.Get("X-Ms-Version") == "" { // not a Cosmos DB request (a token request)
 		return resp, err
 	}
+	var charge float64
+	if resp != nil {
+		charge, _ = strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
+	}
+	h := req.Header
+	query, changeFeed := h.Get("X-Ms-Documentdb-Isquery") != "", h.Get("A-Im") != ""
+	var body []byte
+	var firstChange time.Time
+	if err == nil && resp.StatusCode == http.StatusOK && (query || changeFeed) {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if changeFeed {
+			firstChange = firstChangeTime(body)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
-	if err != nil || resp.StatusCode != http.StatusOK {
-		if resp != nil {
-			charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
-			r.requestCharge += max(charge, 0)
-		}
-		return resp, err
-	}
-	charge, _ := strconv.ParseFloat(resp.Header.Get("X-Ms-Request-Charge"), 64)
 	r.requestCharge += max(charge, 0)
-	query, changeFeed := req.Header.Get("X-Ms-Documentdb-Isquery") != "", req.Header.Get("A-Im") != ""
-	if !query && !changeFeed {
-		return resp, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, cosmosDBMaxResponseBytes+1))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return resp, err
-	}
-	if query {
-		if req.Header.Get("X-Ms-Continuation") == "" { // a new lease query: a split's retry reads them again
+	switch {
+	case err != nil || body == nil:
+	case query:
+		if h.Get("X-Ms-Continuation") == "" { // a new lease query: a split's retry reads them again
 			r.leasePages = nil
 		}
 		r.leasePages = append(r.leasePages, body)
-		return resp, nil
+	case !firstChange.IsZero():
+		if r.firstChanges == nil {
+			r.firstChanges = map[string]time.Time{}
+		}
+		r.firstChanges[changeKey(h.Get("X-Ms-Documentdb-Partitionkeyrangeid"), h.Get("X-Ms-Start-Epk"), h.Get("If-None-Match"))] = firstChange
 	}
+	return resp, err
+}
+
+// firstChangeTime is when a change feed page's first change was made: its
+// _ts, or for all versions and deletes its metadata.crts; zero if unknown.
+func firstChangeTime(body []byte) time.Time {
 	var page struct {
 		Documents []struct {
 			TS       int64 `json:"_ts"`
@@ -109,20 +120,17 @@ func (r *CosmosDBRecorder) Do(req *http.Request) (*http.Response, error) {
 			} `json:"metadata"`
 		}
 	}
-	if json.Unmarshal(body, &page) == nil && len(page.Documents) > 0 {
-		seconds := page.Documents[0].TS
-		if m := page.Documents[0].Metadata; m != nil && m.CRTS > 0 {
-			seconds = m.CRTS
-		}
-		if seconds > 0 {
-			if r.firstChanges == nil {
-				r.firstChanges = map[string]time.Time{}
-			}
-			h := req.Header
-			r.firstChanges[changeKey(h.Get("X-Ms-Documentdb-Partitionkeyrangeid"), h.Get("X-Ms-Start-Epk"), h.Get("If-None-Match"))] = time.Unix(seconds, 0)
-		}
+	if json.Unmarshal(body, &page) != nil || len(page.Documents) == 0 {
+		return time.Time{}
 	}
-	return resp, nil
+	seconds := page.Documents[0].TS
+	if m := page.Documents[0].Metadata; m != nil && m.CRTS > 0 {
+		seconds = m.CRTS
+	}
+	if seconds <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(seconds, 0)
 }
 
 func changeKey(rangeID, minEPK, continuation string) string {
