@@ -143,15 +143,41 @@ type tuneRecommendation struct {
 	CurrentReplicas     int     `json:"currentReplicas"`
 	CurrentReplicasFrom string  `json:"currentReplicasFrom"` // "owners" or "flag"
 	HPA                 tuneHPA `json:"hpa"`
-	// KeepUpReplicas is ceil(total write rate / per-replica rate), at
-	// most the partitions with writes: the fewest replicas that drain as
-	// fast as the writes add (from a lower bound: the most that are
-	// needed). Nil when no count keeps up: CannotKeepUp says why (a
-	// partition takes more writes than a replica drains).
-	KeepUpReplicas       *int    `json:"keepUpReplicas"`
-	CannotKeepUp         string  `json:"cannotKeepUp,omitempty"`
-	PartitionsWithWrites int     `json:"partitionsWithWrites"`
-	CurrentHPA           tuneHPA `json:"hpaWithCurrentThreshold"`
+	// KeepUpReplicas is ceil(total write rate × 1.1 / per-replica rate),
+	// at most the partitions with writes: the fewest replicas that drain
+	// the writes with 10 % headroom (replicas that drain exactly as fast
+	// as the writes add never drain a backlog). From a lower bound it is
+	// the most that are needed: KeepUpReplicasUpperBound says so. Nil when
+	// no count keeps up: CannotKeepUp says why (a partition takes as many
+	// writes as a replica drains, or more).
+	KeepUpReplicas           *int   `json:"keepUpReplicas"`
+	CannotKeepUp             string `json:"cannotKeepUp,omitempty"`
+	KeepUpReplicasUpperBound bool   `json:"keepUpReplicasUpperBound"`
+	// Slowest is the slowest counted replica when the counted replicas'
+	// rates differ: the threshold comes from their mean, and the slowest
+	// takes longer than the others to drain its share.
+	Slowest              *tuneSlowest `json:"slowestReplica,omitempty"`
+	PartitionsWithWrites int          `json:"partitionsWithWrites"`
+	CurrentHPA           tuneHPA      `json:"hpaWithCurrentThreshold"`
+}
+
+// keepUpHeadroom is how much faster than the writes add the keep-up count
+// of replicas drains: at equal rates a backlog never drains, and the rates
+// are measured to 0.01/s.
+const keepUpHeadroom = 0.1
+
+// tuneSlowest is the slowest of counted replicas whose rates differ: its
+// rate, how long it takes to drain the recommended threshold's worth of
+// lag, and the threshold it drains within the budget.
+type tuneSlowest struct {
+	Owner string  `json:"owner"`
+	Rate  float64 `json:"drainRate"`
+	// Seconds is the recommended threshold / Rate.
+	Seconds float64 `json:"secondsForThreshold"`
+	// Threshold is floor(Rate × (budget - startup)), at least 1.
+	Threshold int64 `json:"changeFeedLagThreshold"`
+	// Beyond: Seconds exceeds the budget less the startup.
+	Beyond bool `json:"beyondBudget"`
 }
 
 // tuneHPA is what the scaler and the HPA make of the last sample's lag
@@ -229,7 +255,7 @@ func analyzeTune(samples []tuneSample, in tuneInput) tuneAnalysis {
 		return a
 	}
 	a.Recommendation = recommend(counted, lowerBound, last, in, a.Total.Owners, a.Leases, a.Total.WriteRate)
-	for _, note := range []string{a.Recommendation.keepUpNote(a.Total.WriteRate), budgetNote(a.Total, a.Recommendation, in.budget)} {
+	for _, note := range []string{a.Recommendation.slowestNote(), a.Recommendation.keepUpNote(a.Total.WriteRate), budgetNote(a.Total, a.Recommendation, in.budget)} {
 		if note != "" {
 			a.Notes = append(a.Notes, note)
 		}
@@ -665,16 +691,58 @@ func recommend(counted []*tuneOwner, lowerBound bool, last scalers.AzureCosmosDB
 	}
 	switch {
 	case rate <= 0 || writeRate == nil: // no count: the writes are not measured
-	case busiest != nil && *busiest.WriteRate > rate && !lowerBound:
+	case busiest != nil && *busiest.WriteRate >= rate && !lowerBound:
 		// One replica drains a lease at a time: no count of replicas drains
-		// a partition faster than one replica does.
-		r.CannotKeepUp = fmt.Sprintf("no replica count keeps up: lease %s's partition takes %.2f writes/s, more than a replica drains (%.2f/s), "+
-			"and one replica drains a partition at a time", busiest.Token, *busiest.WriteRate, rate)
+		// a partition faster than one replica does, and at equal rates its
+		// backlog never drains.
+		than := "more than"
+		if *busiest.WriteRate == rate {
+			than = "as many as"
+		}
+		r.CannotKeepUp = fmt.Sprintf("no replica count keeps up: lease %s's partition takes %.2f writes/s, %s a replica drains (%.2f/s), "+
+			"and one replica drains a partition at a time", busiest.Token, *busiest.WriteRate, than, rate)
 	default:
-		n := min(int(math.Ceil(*writeRate/rate-1e-9)), r.PartitionsWithWrites)
-		r.KeepUpReplicas = &n
+		n := min(int(math.Ceil(round2(*writeRate*(1+keepUpHeadroom))/rate-1e-9)), r.PartitionsWithWrites)
+		r.KeepUpReplicas, r.KeepUpReplicasUpperBound = &n, lowerBound
 	}
+	r.Slowest = slowestCounted(counted, threshold, useful)
 	return r
+}
+
+// slowestCounted is the slowest counted replica when the counted
+// replicas' rates differ (nil when they do not), with the time it takes
+// to drain threshold and the threshold it drains within useful.
+func slowestCounted(counted []*tuneOwner, threshold int64, useful time.Duration) *tuneSlowest {
+	slowest := counted[0]
+	differ := false
+	for _, o := range counted[1:] {
+		differ = differ || *o.DrainRate != *slowest.DrainRate
+		if *o.DrainRate < *slowest.DrainRate {
+			slowest = o
+		}
+	}
+	if !differ || *slowest.DrainRate <= 0 {
+		return nil
+	}
+	rate := *slowest.DrainRate
+	seconds := math.Round(float64(threshold)/rate*10) / 10
+	return &tuneSlowest{Owner: slowest.Owner, Rate: rate, Seconds: seconds,
+		Threshold: max(int64(math.Floor(rate*useful.Seconds()+1e-9)), 1), Beyond: seconds > useful.Seconds()}
+}
+
+// slowestNote says when the slowest counted replica takes longer than the
+// budget leaves after the startup to drain a threshold's worth of lag: the
+// threshold is from the replicas' mean.
+func (r *tuneRecommendation) slowestNote() string {
+	s := r.Slowest
+	if s == nil || !s.Beyond {
+		return ""
+	}
+	useful := r.BudgetSeconds - r.StartupSeconds
+	return fmt.Sprintf("the counted replicas drain at different rates: the threshold is from their mean, %.2f/s; the slowest, %s at %.2f/s, takes %s to drain "+
+		"a threshold's worth (%d), beyond the %s the budget leaves after the startup; changeFeedLagThreshold \"%d\" (floor(%.2f × %s)) meets the budget on the slowest too",
+		r.PerReplicaRate, s.Owner, s.Rate, strconv.FormatFloat(s.Seconds, 'f', -1, 64)+"s", r.Threshold,
+		strconv.FormatFloat(useful, 'f', -1, 64)+"s", s.Threshold, s.Rate, strconv.FormatFloat(useful, 'f', -1, 64))
 }
 
 // keepUpNote says when no replica count keeps up with the writes, or when
@@ -697,7 +765,7 @@ func (r *tuneRecommendation) keepUpNote(writeRate *float64) string {
 	if desired >= *r.KeepUpReplicas {
 		return ""
 	}
-	return fmt.Sprintf("the writes (%.2f/s over %d partition(s)) need %d replica(s) at %.2f/s each to keep up; with the %d the HPA would choose for the last sample's lag, the lag grows "+
+	return fmt.Sprintf("the writes (%.2f/s over %d partition(s)) need %d replica(s) at %.2f/s each to keep up with 10 %% headroom; with the %d the HPA would choose for the last sample's lag, the lag grows "+
 		"until it scales up (a minReplicaCount of %d keeps up from the start)", *writeRate, r.PartitionsWithWrites, *r.KeepUpReplicas, r.PerReplicaRate, desired, *r.KeepUpReplicas)
 }
 

@@ -162,7 +162,7 @@ func TestTuneAnalysisKeepUpNote(t *testing.T) {
 	if r == nil || r.Threshold != 200 || r.LowerBound || r.KeepUpReplicas == nil || *r.KeepUpReplicas != 4 || r.PartitionsWithWrites != 4 || rate(a.Total.WriteRate) != 32 {
 		t.Fatalf("recommendation %+v, total %+v, reasons %q", r, a.Total, a.Reasons)
 	}
-	want := fmt.Sprintf("the writes (32.00/s over 4 partition(s)) need 4 replica(s) at 10.00/s each to keep up; with the %d the HPA would choose for the last sample's lag, the lag grows",
+	want := fmt.Sprintf("the writes (32.00/s over 4 partition(s)) need 4 replica(s) at 10.00/s each to keep up with 10 %% headroom; with the %d the HPA would choose for the last sample's lag, the lag grows",
 		r.HPA.Replicas.Desired)
 	if r.HPA.Replicas.Desired >= 4 || !strings.Contains(strings.Join(a.Notes, "\n"), want) {
 		t.Errorf("HPA %+v, notes %q; want %q", r.HPA.Replicas, a.Notes, want)

@@ -87,10 +87,14 @@ its last checkpoint, is not busy. Replicas that drained nothing are idle
 (no lag) or stuck (lag pending), not slow, and are not counted. When no
 replica was busy, those that caught up are counted and the rate and the
 threshold are lower bounds (marked ≥, and said so). A lease that changed
-owner is in the totals, but the replicas that held it are not counted. The
-replicas that keep up with the writes are never more than the partitions
-with writes; when a partition takes more writes than a replica drains, no
-count keeps up, and tune says so.
+owner is in the totals, but the replicas that held it are not counted.
+When the counted replicas' rates differ and the slowest takes longer than
+the budget leaves after the startup to drain a threshold's worth, a note
+names it and the threshold it would meet. The replicas that keep up with
+the writes drain them with 10 % headroom (at equal rates a backlog never
+drains), never more than the partitions with writes (from a lower bound:
+at most that many); when a partition takes as many writes as a replica
+drains or more, no count keeps up, and tune says so.
 
 No recommendation is made (exit status 3, the reasons in the text and in
 JSON's reason and reasons) when the data cannot support one: fewer than 3
