@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
@@ -31,6 +32,7 @@ func checkFlags(o *trigger.Options) (*flag.FlagSet, func(io.Writer)) {
 
 // checkHelp is the help of cosmoslag check, before its flags.
 const checkHelp = `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
+       cosmoslag check -n NAMESPACE SCALEDOBJECT [--context CONTEXT] [flags]
 
 Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
 would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
@@ -48,8 +50,22 @@ advanced.horizontalPodAutoscalerConfig.behavior, 300s by default), taking
 --current-replicas as the HPA's recommendation until now; the count after
 the window is shown too.
 
-Nothing is read from a cluster. The manifests are parsed with KEDA's own API
-types; values the cluster would supply come from local sources, looked up by
+With -n NAMESPACE SCALEDOBJECT the objects are read from the cluster of the
+kubeconfig (--kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context,
+else its current context), read-only: the ScaledObject, its
+TriggerAuthentication or ClusterTriggerAuthentication, the Secrets and
+ConfigMaps they name and the scale target's container environment, resolved
+in KEDA's order (the authentication's env, then configMapTargetRef, then
+secretTargetRef; the container's envFrom, then env); --set still overrides.
+--current-replicas defaults to the HPA's current replicas, and KEDA's view
+follows the estimate: the ScaledObject's conditions, the HPA's current value
+of the metric and its current and desired replicas, and a line saying
+whether KEDA and this estimate agree (the same desired replicas, and no
+fallback in use). A missing object or a refused read is an error naming it.
+Installed as kubectl-cosmoslag on the PATH, it runs as kubectl cosmoslag check.
+
+With -f, nothing is read from a cluster. The manifests are parsed with KEDA's
+own API types; values the cluster would supply come from local sources, looked up by
 key in this order: --set, --env-file, the process environment.
   secretTargetRef {parameter, name, key}: --set key=…, else a kind: Secret
     document of that name (data or stringData) in the ScaledObject's namespace
@@ -97,12 +113,28 @@ Flags:
 
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o trigger.Options
+	var c clusterOptions
+	var positional []string
 	fs, usage := checkFlags(&o)
-	bad, code, ok := cli.ParseCommand("check", fs, usage, args, &o.Output, o.Problem, stdout, stderr)
+	clusterFlags(fs, &c)
+	bad, code, ok := cli.ParseCommandArgs("check", fs, usage, args, &positional, &o.Output, func() string {
+		return cli.Or(c.problem(&o, positional), o.Problem())
+	}, stdout, stderr)
 	if !ok {
 		return code
 	}
-	setup, stop, err := trigger.Open("check", &o, startSample, stderr)
+	var setup *trigger.Setup
+	var view *clusterView
+	stop := func() {}
+	var err error
+	if c.name != "" {
+		setup, view, err = openCluster(ctx, &c, &o, stderr)
+		if err == nil && !o.Given("current-replicas", fs) {
+			o.Current = view.currentReplicas()
+		}
+	} else {
+		setup, stop, err = trigger.Open("check", &o, startSample, stderr)
+	}
 	if err != nil {
 		return bad("%s", err)
 	}
@@ -116,9 +148,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer scaler.Close(context.Background())
 	estimate, err := inspect.EstimateOnce(ctx, scaler, o.Timeout)
 	if err != nil {
+		if view != nil {
+			view.fill(report)
+			if o.Output != "json" {
+				var b strings.Builder
+				writeKEDAView(&b, report)
+				fmt.Fprint(stderr, strings.TrimPrefix(b.String(), "\n"))
+			}
+		}
 		return reportEstimateFailure(stdout, stderr, o.Output, report, setup.Secrets.Redact(err.Error()))
 	}
 	completeReport(ctx, scaler, setup, report, estimate, o.Current, o.Timeout, stderr)
+	if view != nil {
+		view.fill(report)
+	}
 	return writeCheckReport(stdout, stderr, o.Output, report)
 }
 

@@ -24,6 +24,9 @@ type checkReport struct {
 	// cannot read a failure as a real zero lag or an inactive trigger.
 	*checkEstimate
 	Replicas *hpamodel.Plan `json:"replicas,omitempty"`
+	// KEDA is KEDA's view of the ScaledObject beside the estimate, in the
+	// cluster form (check -n NAMESPACE SCALEDOBJECT).
+	KEDA *kedaReport `json:"keda,omitempty"`
 
 	Error    string `json:"error,omitempty"`
 	ExitCode int    `json:"exitCode"`
@@ -122,6 +125,7 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 		return err
 	}
 	writeCheckTotals(&b, r)
+	writeKEDAView(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

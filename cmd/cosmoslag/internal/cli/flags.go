@@ -27,9 +27,22 @@ const (
 // stderr (exit 2), as does a positional argument. ok is false when the
 // command must stop with code.
 func ParseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	return parseFlags(fs, usage, args, nil, stdout, stderr)
+}
+
+// parseFlags is ParseFlags; with positional, the arguments that are not
+// flags are appended to it instead of refused.
+func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, positional *[]string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
 	err := fs.Parse(args)
+	if positional != nil {
+		// Flags may follow a positional argument, as kubectl's do.
+		for err == nil && fs.NArg() > 0 {
+			*positional = append(*positional, fs.Arg(0))
+			err = fs.Parse(fs.Args()[1:])
+		}
+	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		usage(stdout)
@@ -58,8 +71,12 @@ func UsageWith(fs *flag.FlagSet, help string) func(io.Writer) {
 // are invalid and the arguments ask for JSON, standard output holds one
 // document with the first line of the error.
 func ParseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	return parseFlagsJSON(fs, usage, args, nil, stdout, stderr)
+}
+
+func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, positional *[]string, stdout, stderr io.Writer) (code int, ok bool) {
 	var flagErrors strings.Builder
-	if code, ok := ParseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
+	if code, ok := parseFlags(fs, usage, args, positional, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
 		if code != ExitOK && jsonRequested(args) {
 			_ = WriteJSON(stdout, Failure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
 		}
@@ -73,7 +90,15 @@ func ParseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdo
 // wrong later. ok is false when the command must stop with code.
 func ParseCommand(command string, fs *flag.FlagSet, usage func(io.Writer), args []string, output *string, problem func() string,
 	stdout, stderr io.Writer) (bad func(format string, a ...any) int, code int, ok bool) {
-	if code, ok := ParseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
+	return ParseCommandArgs(command, fs, usage, args, nil, output, problem, stdout, stderr)
+}
+
+// ParseCommandArgs is ParseCommand for a command that takes positional
+// arguments: they are appended to positional (flags may follow them), and
+// problem checks them too.
+func ParseCommandArgs(command string, fs *flag.FlagSet, usage func(io.Writer), args []string, positional *[]string, output *string, problem func() string,
+	stdout, stderr io.Writer) (bad func(format string, a ...any) int, code int, ok bool) {
+	if code, ok := parseFlagsJSON(fs, usage, args, positional, stdout, stderr); !ok {
 		return nil, code, false
 	}
 	bad = BadArgs(command, output, stdout, stderr, func(msg string) any { return Failure{Error: msg, ExitCode: ExitBadArgs} })

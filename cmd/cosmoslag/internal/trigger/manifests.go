@@ -27,6 +27,10 @@ type Manifests struct {
 	auths         []namedAuth
 	Secrets       []corev1.Secret
 	Notes         []string // what was read in an unusual way, for stderr
+	// Cluster holds what KEDA resolves from the cluster, when the objects
+	// were read from one (check -n NAMESPACE SCALEDOBJECT): the trigger's
+	// values come from there and --set, never from local sources.
+	Cluster *ClusterValues
 }
 
 // namedAuth is a TriggerAuthentication or ClusterTriggerAuthentication.
@@ -223,6 +227,9 @@ type LocalValues struct {
 	Set     map[string]string
 	files   map[string]string
 	Secrets *redact.Secrets // values that must never be printed
+	// noProcessEnv: the process environment is not looked up (the
+	// cluster's objects supply the values).
+	noProcessEnv bool
 }
 
 func newLocalValues() *LocalValues {
@@ -236,7 +243,7 @@ func (l *LocalValues) lookup(key string) (string, bool) {
 	if v, ok := l.files[key]; ok {
 		return v, true
 	}
-	if redact.IsEnvVarName(key) {
+	if redact.IsEnvVarName(key) && !l.noProcessEnv {
 		return os.LookupEnv(key)
 	}
 	return "", false

@@ -136,3 +136,27 @@ func checkBeforeSample(command string, m *Manifests, selector string, set map[st
 	}
 	return s.Close(context.Background())
 }
+
+// FromManifests resolves the trigger of objects already read (from the
+// cluster: ReadCluster) as Open does, printing its notes on stderr. An
+// error is a bad argument, its secrets redacted.
+func FromManifests(command string, m *Manifests, selector string, values *LocalValues, stderr io.Writer) (*Setup, error) {
+	setup, err := buildTrigger(m, selector, values.Set, values, false)
+	if err != nil {
+		return nil, errors.New(values.Secrets.Redact(err.Error()))
+	}
+	if setup.Config.GlobalHTTPTimeout, err = kedaHTTPTimeout(); err != nil {
+		return nil, err
+	}
+	for _, n := range setup.Notes {
+		fmt.Fprintf(stderr, "cosmoslag %s: note: %s\n", command, n)
+	}
+	return setup, nil
+}
+
+// Given reports whether flag name was given on the command line of fs.
+func (o *Options) Given(name string, fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

@@ -154,7 +154,7 @@ func SetupTrigger(m *Manifests, target Scalable, index int, set map[string]strin
 		return nil, err
 	}
 	if !sample {
-		if err := s.resolveEnv(values, overridden); err != nil {
+		if err := s.resolveEnv(m, values, overridden); err != nil {
 			return nil, err
 		}
 	}
@@ -330,6 +330,15 @@ func (s *Setup) resolveAuth(m *Manifests, ref *kedav1alpha1.AuthenticationRef, v
 		}
 		return nil
 	}
+	if m.Cluster != nil {
+		// Resolved from the cluster in KEDA's order (ReadCluster).
+		for p, v := range m.Cluster.AuthParams {
+			if _, ok := overridden[p]; !ok {
+				s.Config.AuthParams[p] = v
+			}
+		}
+		return nil
+	}
 	for _, r := range refs {
 		if _, ok := overridden[r.param]; ok {
 			continue
@@ -461,13 +470,24 @@ func lookupAuthRef(m *Manifests, values *LocalValues, kind, name, secretNamespac
 
 // resolveEnv fills ResolvedEnv, the scale target's environment, for every
 // ...FromEnv parameter of the trigger.
-func (s *Setup) resolveEnv(values *LocalValues, overridden map[string]string) error {
+func (s *Setup) resolveEnv(m *Manifests, values *LocalValues, overridden map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Config.TriggerMetadata)) {
 		name := s.Config.TriggerMetadata[k]
 		if !strings.HasSuffix(k, "FromEnv") || name == "" {
 			continue
 		}
 		if _, ok := overridden[strings.TrimSuffix(k, "FromEnv")]; ok {
+			continue
+		}
+		if m != nil && m.Cluster != nil {
+			v, ok := values.Set[name]
+			if !ok {
+				v, ok = m.Cluster.Env[name]
+			}
+			if !ok {
+				return fmt.Errorf("trigger parameter %s names the environment variable %s, which %s does not set", k, name, m.Cluster.Target)
+			}
+			s.Config.ResolvedEnv[name] = v
 			continue
 		}
 		v, ok := values.lookup(name)
