@@ -90,15 +90,39 @@ func benchLatency(b *testing.B) time.Duration {
 	return 2 * time.Millisecond
 }
 
+// benchQueryPage is the smaller lease-query page BenchmarkCosmosDBPoll also
+// measures: a lease container with several physical partitions answers a
+// page or more from each, and the service ends a page at 4 MB, so a real
+// lease query often comes back in pages of far fewer than the 1,000 asked.
+const benchQueryPage = 100
+
 // BenchmarkCosmosDBPoll measures one steady-state poll of the scaler against
 // the embedded server with 2 ms added to every request, for growing lease
-// counts. Every lease has pending work, so every read returns an item.
+// counts, one physical range per lease. Every lease has pending work, so
+// every read returns an item. leases=N: the lease query answers the 1,000
+// documents a page asked for; leases=N,page=100: at most benchQueryPage.
 // Reported: time per poll, requests per poll, allocations per poll.
 func BenchmarkCosmosDBPoll(b *testing.B) {
+	type shape struct {
+		leases, page int // page 0: as many as asked
+	}
+	var shapes []shape
 	for _, leases := range benchLeaseCounts {
-		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
+		shapes = append(shapes, shape{leases, 0})
+		if leases+2 > benchQueryPage { // the leases, .info and .lock
+			shapes = append(shapes, shape{leases, benchQueryPage})
+		}
+	}
+	for _, sh := range shapes {
+		leases, name := sh.leases, fmt.Sprintf("leases=%d", sh.leases)
+		var opts []cosmostest.Option
+		if sh.page > 0 {
+			name += fmt.Sprintf(",page=%d", sh.page)
+			opts = append(opts, cosmostest.WithQueryPageLimit(sh.page))
+		}
+		b.Run(name, func(b *testing.B) {
 			var srv *cosmostest.Server
-			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer() })
+			pprof.Do(context.Background(), serverSide, func(context.Context) { srv = cosmostest.NewServer(opts...) })
 			defer srv.Close()
 			if _, err := leasetest.LaggingLeases(srv.Account, "orders-processor", leases, 3); err != nil {
 				b.Fatal(err)
