@@ -1,13 +1,11 @@
 package emulator
 
 import (
-	"context"
 	"net/url"
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
 // recreatedAccount is an account's state made anew under the same names: a
@@ -70,7 +68,7 @@ func TestRecreatedAccountIsEstimatedAfresh(t *testing.T) {
 				before := startAccount(t, "", "", format, 4, 30)
 				s := newScaler(t, scalerConfig(baseMetadata("changeFeedLagThreshold", "1000"),
 					map[string]string{"connection": before.server.ConnectionString()}))
-				if got := pollMetric(t, s); got != 4*30 {
+				if got, _ := poll(t, s); got != 4*30 {
 					t.Fatalf("before: metric %d, want %d", got, 4*30)
 				}
 				// The old processor drains its backlog: the leases it leaves
@@ -96,20 +94,10 @@ func TestRecreatedAccountIsEstimatedAfresh(t *testing.T) {
 						}
 					}
 				}
-				if got := pollMetric(t, s); got != 4*20 {
+				if got, _ := poll(t, s); got != 4*20 {
 					t.Errorf("after: metric %d, want %d (the new container's backlog)", got, 4*20)
 				}
 			})
 		}
 	}
-}
-
-// pollMetric is one poll's metric value; a failed poll fails the test.
-func pollMetric(t *testing.T, s scalers.Scaler) int64 {
-	t.Helper()
-	values, _, err := s.GetMetricsAndActivity(context.Background(), "s0-metric")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return values[0].Value.Value()
 }
