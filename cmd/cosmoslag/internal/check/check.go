@@ -129,7 +129,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	if c.name != "" {
 		setup, view, err = openCluster(ctx, &c, &o, stderr)
-		if err == nil && !o.Given("current-replicas", fs) {
+		if err == nil && !cli.Given(fs, "current-replicas") {
 			o.Current = view.currentReplicas()
 		}
 	} else {

@@ -167,3 +167,10 @@ func SleepUntil(ctx context.Context, t time.Time) bool {
 	<-wait.Done()
 	return ctx.Err() == nil
 }
+
+// Given reports whether flag name was given on fs's command line.
+func Given(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

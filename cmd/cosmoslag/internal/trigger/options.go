@@ -153,10 +153,3 @@ func FromManifests(command string, m *Manifests, selector string, values *LocalV
 	}
 	return setup, nil
 }
-
-// Given reports whether flag name was given on the command line of fs.
-func (o *Options) Given(name string, fs *flag.FlagSet) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
