@@ -138,7 +138,8 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 }
 
 // attempt reads the leases and, as each page arrives, their positions,
-// cosmosDBReadConcurrency at a time; the limit holds back the query too. A
+// cosmosDBReadConcurrency at a time; while every reader is busy the query
+// waits. A
 // stale parent is an error before the final attempt. others are the lease
 // id parts of other containers first seen here, which only a fresh scope
 // may meet.
@@ -150,8 +151,30 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 		ranges []cosmosDBPartitionKeyRange
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(1 + cosmosDBReadConcurrency) // the query and its reads
+	g.SetLimit(1 + cosmosDBReadConcurrency) // the query and its readers
+	// Each reader reads lease after lease: a goroutine per lease would grow
+	// a fresh stack through net/http and azcore for every read.
+	leases := make(chan cosmosDBLeaseRead)
+	read := func() error {
+		for r := range leases {
+			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID)
+			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			res.Leases = append(res.Leases, lag)
+			if lag.StaleParent {
+				res.StaleParents++
+			}
+			mu.Unlock()
+		}
+		return nil
+	}
 	g.Go(func() error {
+		defer close(leases)
 		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
 			container, ok := scope.leaseContainer(doc.ID)
 			switch {
@@ -177,24 +200,13 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 					return err
 				}
 			}
-			ranges := ranges
-			g.Go(func() error {
-				lag, err := e.lag(gctx, l, ranges, scope.containerRID)
-				if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
-					err = nil
-				}
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				res.Leases = append(res.Leases, lag)
-				if lag.StaleParent {
-					res.StaleParents++
-				}
+			g.TryGo(read) // one more reader, up to the limit
+			select {
+			case leases <- cosmosDBLeaseRead{l, ranges}:
 				return nil
-			})
-			return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		})
 	})
 	if err := g.Wait(); err != nil {
@@ -271,4 +283,11 @@ func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, pa
 		return "", fmt.Errorf("%s: response has no _rid", operation)
 	}
 	return props.RID, nil
+}
+
+// cosmosDBLeaseRead is a lease handed to a reader, with the live ranges an
+// EPK lease is read through.
+type cosmosDBLeaseRead struct {
+	lease  CosmosDBLease
+	ranges []cosmosDBPartitionKeyRange
 }
