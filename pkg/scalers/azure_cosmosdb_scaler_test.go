@@ -901,7 +901,9 @@ func TestCosmosDBCredentialSources(t *testing.T) {
 				return map[string]string{"connectionFromEnv": "COSMOS", "connection": w.connection()}
 			}},
 		{name: "endpoint with cosmosDBKeyFromEnv",
-			auth: func(r, w *testCosmosDBServer) map[string]string { return map[string]string{"endpoint": r.server.URL, "cloud": "Private"} },
+			auth: func(r, w *testCosmosDBServer) map[string]string {
+				return map[string]string{"endpoint": r.server.URL, "cloud": "Private"}
+			},
 			env: func(r, w *testCosmosDBServer) map[string]string {
 				return map[string]string{"KEY": testCosmosDBAccountKey}
 			},
