@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -58,17 +60,35 @@ spec:
 )
 
 // privateCloudEnv gives the private cloud's parameters, which the
-// TriggerAuthentication holds with its credential (the endpoint rule).
+// TriggerAuthentication holds with its credential (the endpoint rule), and
+// the KEDA operator's setting that lets its workload identity serve it.
 func privateCloudEnv(t *testing.T) {
 	t.Setenv("cloud", "Private")
 	t.Setenv("cosmosDBResourceURL", bearerResource)
 	t.Setenv("activeDirectoryEndpoint", tokenIssuer.URL())
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=127.0.0.1;audience="+bearerResource+";authority="+tokenIssuer.URL())
 }
 
-// bearerScaledObject is the test ScaledObject for srv, an account of a
+// overTLS serves srv's account over HTTPS too, with a certificate of the
+// tests' CA, which cosmoslag trusts (TrustInProcess), and returns that
+// endpoint: no token, nor a key but the emulator's, goes over plain HTTP.
+func overTLS(t *testing.T, srv *cosmostest.Server) string {
+	t.Helper()
+	cert, err := tokenIssuer.Certificate("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv.Handler)
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts.URL + "/"
+}
+
+// bearerScaledObject is the test ScaledObject for endpoint, an account of a
 // private cloud that takes only Entra ID tokens for bearerResource.
-func bearerScaledObject(srv *cosmostest.Server) string {
-	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", srv.URL())
+func bearerScaledObject(endpoint string) string {
+	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", endpoint)
 	return strings.Replace(scaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
 }
 
@@ -102,7 +122,7 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	so := bearerScaledObject(srv)
+	so := bearerScaledObject(overTLS(t, srv))
 	for _, tc := range []struct {
 		name, auth string
 		env        map[string]string
@@ -193,7 +213,7 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	}
 	privateCloudEnv(t)
 	dir := t.TempDir()
-	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(srv)), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
+	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(overTLS(t, srv))), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || r.checkEstimate == nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, stderr)

@@ -920,7 +920,7 @@ func TestCosmosDBCredentialSources(t *testing.T) {
 			}},
 		{name: "a separate lease account by leaseEndpoint and leaseCosmosDBKey", lease: true,
 			auth: func(r, w *testCosmosDBServer) map[string]string {
-				return map[string]string{"connection": r.connection(), "leaseEndpoint": w.server.URL, "leaseCosmosDBKey": testCosmosDBAccountKey, "cloud": "Private"}
+				return map[string]string{"connection": r.connection(), "leaseEndpoint": w.server.URL, "leaseCosmosDBKey": testCosmosDBAccountKey}
 			}},
 	}
 	for _, tt := range tests {
@@ -1075,7 +1075,7 @@ func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
 		{name: "service principal over plain http to loopback", auth: map[string]string{"endpoint": plain.URL, "tenantId": "t", "clientId": "c", "clientSecret": testCosmosDBSecret},
 			wantErr: "endpoint: an account key or token is only sent over https"},
 		{name: "a TriggerAuthentication's key, foreign endpoint in metadata", auth: map[string]string{"cosmosDBKey": testCosmosDBAccountKey, "cloud": "Private"},
-			metadata: map[string]string{"endpoint": foreign.URL + "/"}, wantErr: "endpoint: given in trigger metadata"},
+			metadata: map[string]string{"endpoint": "https://cosmos.attacker.example/"}, wantErr: "endpoint: given in trigger metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -104,6 +105,12 @@ func cosmosDBPrivateCloudFromEnv() (cloud cosmosDBCloud, ok bool, err error) {
 	return cloud, true, nil
 }
 
+// isCosmosDBLoopback: emulators and tests over HTTPS (never KEDA's workload identity).
+func isCosmosDBLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
 func isUnderCosmosDBDomain(host string, domains []string) bool {
 	return slices.ContainsFunc(domains, func(domain string) bool {
 		return host == domain || strings.HasSuffix(host, "."+domain)
@@ -184,9 +191,8 @@ func (a CosmosDBAuth) tokenFromTriggerAuthentication() bool {
 
 // checkCosmosDBEndpoint sends an account key, or a service principal's
 // token, given apart from its endpoint over HTTPS to a known cloud's Cosmos
-// DB host or a private host its owner chose; loopback is such a host too
-// (in a pod, any container's). Over plain HTTP only the Cosmos DB
-// Emulator's published key goes, to any host.
+// DB host, loopback, or a private host its owner chose. Over plain HTTP
+// only the Cosmos DB Emulator's published key goes, to any host.
 func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string, ownedByTriggerAuthentication bool) error {
 	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
 	switch {
@@ -194,7 +200,7 @@ func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param stri
 		return nil
 	case endpoint.Scheme != "https":
 		return errCosmosDBPlainHTTP(param)
-	case isUnderCosmosDBDomain(host, cosmosDBKnownDomains()):
+	case isCosmosDBLoopback(host) || isUnderCosmosDBDomain(host, cosmosDBKnownDomains()):
 		return nil
 	case !strings.EqualFold(auth.Cloud, PrivateCloud):
 		return fmt.Errorf("%s: an account key or token is only sent to hosts under %s; use a connection string, which binds its own endpoint, or for a private cloud give cloud: Private and %s where the credential is given",
@@ -226,9 +232,9 @@ func checkCosmosDBTokenResource(auth CosmosDBAuth) error {
 }
 
 // checkCosmosDBAuthority sends a client secret to a known cloud's Entra ID
-// authority or to one its owner chose.
+// authority, to loopback, or to one its owner chose.
 func checkCosmosDBAuthority(auth CosmosDBAuth, authorityHost string) error {
-	known := slices.ContainsFunc([]AzEnvironment{PublicCloud, USGovernmentCloud, ChinaCloud, GermanCloud}, func(env AzEnvironment) bool {
+	known := isCosmosDBLoopback(authorityHost) || slices.ContainsFunc([]AzEnvironment{PublicCloud, USGovernmentCloud, ChinaCloud, GermanCloud}, func(env AzEnvironment) bool {
 		u, err := url.Parse(env.ActiveDirectoryEndpoint)
 		return err == nil && strings.EqualFold(u.Hostname(), authorityHost)
 	})
