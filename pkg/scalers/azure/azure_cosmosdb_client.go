@@ -172,6 +172,10 @@ func (cosmosDBBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key,
+// no secret: the only key sent over plain HTTP.
+const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
 // cosmosDBKeyPolicy signs each try with the account key, as the REST API
 // documents; over plain HTTP only the emulator's published key.
 type cosmosDBKeyPolicy struct {

@@ -9,9 +9,6 @@ import (
 	"strings"
 )
 
-// cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key.
-const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
-
 // CosmosDBPrivateCloudEnv is the KEDA operator's environment variable that
 // lets KEDA's workload identity serve a private cloud:
 // "domains=<suffix>[,<suffix>…];audience=<URL>;authority=<URL>".
