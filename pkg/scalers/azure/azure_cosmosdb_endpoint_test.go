@@ -274,3 +274,21 @@ func TestCosmosDBWorkloadIdentityIsTheOperators(t *testing.T) {
 		})
 	}
 }
+
+// The written-out known clouds agree with KEDA's Azure environments: each
+// cloud's Cosmos DB DNS suffix is among its domains and its audience is
+// KEDA's Cosmos DB resource, so a change in KEDA's table shows here.
+func TestCosmosDBKnownCloudsMatchKEDAsEnvironments(t *testing.T) {
+	for _, name := range []string{"AzurePublicCloud", "AzureUSGovernmentCloud", "AzureChinaCloud", "AzureGermanCloud", "AzureCloud", "AzureUSGovernment"} {
+		env, err := EnvironmentFromName(name)
+		require.NoError(t, err)
+		cloud, ok := cosmosDBKnownCloud(name)
+		require.True(t, ok, name)
+		assert.Contains(t, cloud.domains, env.CosmosDBDNSSuffix, name)
+		assert.Equal(t, []string{strings.TrimSuffix(env.ResourceIdentifiers.CosmosDB, "/")}, cloud.audiences, name)
+	}
+	_, ok := cosmosDBKnownCloud("Private")
+	assert.False(t, ok)
+	public, _ := cosmosDBKnownCloud("")
+	assert.Equal(t, []string{"documents.azure.com", "cosmos.fabric.microsoft.com"}, public.domains)
+}
