@@ -1023,6 +1023,12 @@ func (r *testCosmosDBRecorder) ServeHTTP(w http.ResponseWriter, req *http.Reques
 	http.Error(w, "foreign host", http.StatusUnauthorized)
 }
 
+func (r *testCosmosDBRecorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = nil
+}
+
 func (r *testCosmosDBRecorder) requests() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -1079,6 +1085,7 @@ func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			recorder.reset()
 			config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(tt.metadata), AuthParams: tt.auth,
 				ResolvedEnv: map[string]string{}, PodIdentity: tt.identity, GlobalHTTPTimeout: 5 * time.Second}
 			scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
@@ -1093,9 +1100,7 @@ func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
 		})
 	}
 	t.Run("the recorder is reachable: a connection string to it is sent a signed request", func(t *testing.T) {
-		recorder.mu.Lock()
-		recorder.seen = nil
-		recorder.mu.Unlock()
+		recorder.reset()
 		config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(nil), GlobalHTTPTimeout: 5 * time.Second,
 			AuthParams: map[string]string{"connection": "AccountEndpoint=" + foreign.URL + "/;AccountKey=" + testCosmosDBAccountKey}}
 		scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
