@@ -375,7 +375,7 @@ func TestCosmosDBServicePrincipalValidation(t *testing.T) {
 func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 	tests := []struct {
 		name, cloud, resourceURL, authority, endpoint string
-		workloadIdentity                              bool
+		workloadIdentity, privateSetting              bool
 		wantScope, wantAuthorityHost                  string
 		wantErr                                       string
 	}{
@@ -398,13 +398,15 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 		{name: "private, lowercase", cloud: "private", resourceURL: "https://cosmos.private.example", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
 			wantScope: "https://cosmos.private.example/.default", wantAuthorityHost: "login.private.example"},
 		{name: "Private with workload identity needs no activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
-			workloadIdentity: true, wantScope: "https://cosmos.private.example/.default"},
+			workloadIdentity: true, privateSetting: true, wantScope: "https://cosmos.private.example/.default"},
+		{name: "Private with workload identity needs the operator's setting", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
+			workloadIdentity: true, wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
 		{name: "workload identity on a known cloud", cloud: "AzureChinaCloud", endpoint: "https://myaccount.documents.azure.cn/",
 			workloadIdentity: true, wantScope: "https://cosmos.azure.com/.default"},
 		{name: "Private without cosmosDBResourceURL", cloud: "Private", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
 			wantErr: "cosmosDBResourceURL must be provided for Private cloud type"},
-		{name: "Private with workload identity without cosmosDBResourceURL", cloud: "Private", endpoint: "https://myaccount.cosmos.private.example/", workloadIdentity: true,
-			wantErr: "cosmosDBResourceURL must be provided for Private cloud type"},
+		{name: "Private with workload identity without cosmosDBResourceURL: the setting's audience", cloud: "Private", endpoint: "https://myaccount.cosmos.private.example/", workloadIdentity: true,
+			privateSetting: true, wantScope: "https://cosmos.private.example/.default"},
 		{name: "Private service principal without activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
 			wantErr: "activeDirectoryEndpoint must be provided for Private cloud type"},
 	}
@@ -416,6 +418,10 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 				t.Setenv("AZURE_TENANT_ID", "tenant-wi")
 				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", filepath.Join(t.TempDir(), "token"))
 				auth.PodIdentity = v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
+				t.Setenv(CosmosDBPrivateCloudEnv, "")
+				if tt.privateSetting {
+					t.Setenv(CosmosDBPrivateCloudEnv, "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
+				}
 			} else {
 				auth.TenantID, auth.ClientID, auth.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
 			}

@@ -9,13 +9,10 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
-	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/entraidtest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
-
-// tokenIssuer is the tests' Entra ID (see Issuer.TrustInProcess).
-var tokenIssuer *entraidtest.Issuer
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
@@ -23,20 +20,7 @@ func runTests(m *testing.M) int {
 	if args := os.Getenv("COSMOSLAG_RUN_HELPER"); args != "" {
 		return runHelper(args) // a test's child process: cosmoslag itself, in the environment it was given
 	}
-	issuer, err := entraidtest.New()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer issuer.Close()
-	stop, err := issuer.TrustInProcess(issuer)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	tokenIssuer = issuer
-	return m.Run()
+	return clitest.Main(m)
 }
 
 const (
@@ -59,17 +43,19 @@ spec:
 )
 
 // privateCloudEnv gives the private cloud's parameters, which the
-// TriggerAuthentication holds with its credential (the endpoint rule).
+// TriggerAuthentication holds with its credential (the endpoint rule), and
+// the KEDA operator's setting that lets its workload identity serve it.
 func privateCloudEnv(t *testing.T) {
 	t.Setenv("cloud", "Private")
 	t.Setenv("cosmosDBResourceURL", bearerResource)
-	t.Setenv("activeDirectoryEndpoint", tokenIssuer.URL())
+	t.Setenv("activeDirectoryEndpoint", clitest.Issuer.URL())
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=127.0.0.1;audience="+bearerResource+";authority="+clitest.Issuer.URL())
 }
 
-// bearerScaledObject is the test ScaledObject for srv, an account of a
+// bearerScaledObject is the test ScaledObject for endpoint, an account of a
 // private cloud that takes only Entra ID tokens for bearerResource.
-func bearerScaledObject(srv *cosmostest.Server) string {
-	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", srv.URL())
+func bearerScaledObject(endpoint string) string {
+	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", endpoint)
 	return strings.Replace(scaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
 }
 
@@ -81,7 +67,7 @@ func bearerScaledObject(srv *cosmostest.Server) string {
 // client; neither the client secret nor the federated token is printed.
 func TestCheckWithEntraIDTokens(t *testing.T) {
 	const resource = bearerResource
-	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(clitest.Issuer.Verifier(resource + "/.default")))
 	defer srv.Close()
 	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 3)
@@ -103,7 +89,7 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	so := bearerScaledObject(srv)
+	so := bearerScaledObject(overTLS(t, srv))
 	for _, tc := range []struct {
 		name, Auth string
 		env        map[string]string
@@ -129,16 +115,16 @@ spec:
 			}
 			privateCloudEnv(t)
 			if tc.grant == "assertion" {
-				tokenIssuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
+				clitest.Issuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
 			}
 			dir := t.TempDir()
 			soFile, taFile := writeFile(t, dir, "so.yaml", so), writeFile(t, dir, "ta.yaml", tc.Auth)
-			before := len(tokenIssuer.Grants())
+			before := len(clitest.Issuer.Grants())
 			code, table, stderr := runCmd(t, "check", "-f", soFile, "--auth", taFile)
 			if code != cli.ExitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, stderr)
 			}
-			grants := tokenIssuer.Grants()[before:]
+			grants := clitest.Issuer.Grants()[before:]
 			if len(grants) == 0 || grants[0].Credential != tc.grant || grants[0].Scope != resource+"/.default" {
 				t.Fatalf("token grants %+v, want a %s grant for %s/.default", grants, tc.grant, resource)
 			}
@@ -177,7 +163,7 @@ spec:
 // no ranges for: check reads them with the scaler's client, here with a
 // service principal's token, and labels the lease.
 func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
-	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(bearerResource + "/.default")))
+	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(clitest.Issuer.Verifier(bearerResource + "/.default")))
 	defer srv.Close()
 	db := srv.Account.CreateDatabase("shop")
 	data := db.CreateContainer("orders", "/pk", 2)
@@ -194,7 +180,7 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	}
 	privateCloudEnv(t)
 	dir := t.TempDir()
-	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(srv)), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
+	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(overTLS(t, srv))), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != cli.ExitOK || r.checkEstimate == nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, stderr)

@@ -147,7 +147,7 @@ func TestCheckWrongKey(t *testing.T) {
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
 	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
 	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	env := writeFile(t, dir, "secrets.env", fmt.Sprintf("connectionString=\"AccountEndpoint=%s;AccountKey=%s;\"\n", srv.URL(), wrongKey))
+	env := writeFile(t, dir, "secrets.env", fmt.Sprintf("connectionString=\"AccountEndpoint=%s;AccountKey=%s;\"\n", overTLS(t, srv), wrongKey))
 
 	for _, format := range []string{"table", "json"} {
 		code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--env-file", env, "-o", format)

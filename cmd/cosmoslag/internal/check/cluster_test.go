@@ -140,7 +140,8 @@ func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
 // estimate the right connection.
 func TestCheckFromTheClusterSaysKEDAIsOnItsFallback(t *testing.T) {
 	srv := newTestAccount(t)
-	f := newFakeCluster(t, strings.Replace(srv.ConnectionString(), srv.Key(), "d3Jvbmcta2V5LXdyb25nLWtleQ==", 1))
+	// A key but the emulator's goes over HTTPS only.
+	f := newFakeCluster(t, "AccountEndpoint="+overTLS(t, srv)+";AccountKey=d3Jvbmcta2V5LXdyb25nLWtleQ==;")
 	f.so.Status.Conditions[2] = kedav1alpha1.Condition{Type: kedav1alpha1.ConditionFallback, Status: metav1.ConditionTrue, Reason: "FallbackExists", Message: "At least one trigger is falling back on this scaled object"}
 	if err := f.dyn.Tracker().Update(trigger.ScaledObjectsResource, toUnstructured(t, f.so, "ScaledObject"), "shop"); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestCheckUnreachableAccountNamesHost(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("an account key nobody checks"))
 	file := writeFile(t, t.TempDir(), "so.yaml", errorsManifest("",
 		"    - {parameter: connection, name: cosmos-secrets, key: connectionString}\n",
-		"AccountEndpoint=http://"+host+"/;AccountKey="+key+";", key))
+		"AccountEndpoint=https://"+host+"/;AccountKey="+key+";", key))
 
 	code, stdout, stderr := runCmd(t, "check", "-f", file)
 	if code == cli.ExitOK {

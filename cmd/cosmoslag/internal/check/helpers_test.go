@@ -29,6 +29,7 @@ var (
 	docsBlock                = clitest.DocsBlock
 	errorsManifest           = clitest.ErrorsManifest
 	newTestAccount           = clitest.NewTestAccount
+	overTLS                  = clitest.OverTLS
 )
 
 const (

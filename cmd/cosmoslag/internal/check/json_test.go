@@ -71,7 +71,7 @@ func TestCheckJSONFailedEstimateHasNoZeroMetric(t *testing.T) {
 	srv := newTestAccount(t)
 	so := writeFile(t, t.TempDir(), "so.yaml", scaledObjectYAML)
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
-	conn := fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", srv.URL(), wrongKey)
+	conn := fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", overTLS(t, srv), wrongKey)
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--set", "connection="+conn, "-o", "json")
 	if code != cli.ExitFailed {

@@ -1,10 +1,15 @@
 package tune
 
 import (
+	"os"
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
+
+// TestMain trusts the tests' certificate authority (clitest.Main), which
+// clitest.OverTLS serves accounts with.
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m)) }
 
 // The commands these tests run: tune.
 var commands = map[string]clitest.Command{"tune": Run}
@@ -26,6 +31,7 @@ var (
 	docsBlock                = clitest.DocsBlock
 	errorsManifest           = clitest.ErrorsManifest
 	newTestAccount           = clitest.NewTestAccount
+	overTLS                  = clitest.OverTLS
 )
 
 const (

@@ -325,7 +325,7 @@ func TestTuneFirstEstimateFails(t *testing.T) {
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
 	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	for _, format := range []string{"table", "json"} {
-		code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection=AccountEndpoint="+srv.URL()+";AccountKey="+wrongKey+";",
+		code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection=AccountEndpoint="+overTLS(t, srv)+";AccountKey="+wrongKey+";",
 			"--budget", "30s", "--window", "1s", "--interval", "500ms", "-o", format)
 		if code != cli.ExitFailed || !strings.Contains(stderr, "401") {
 			t.Fatalf("-o %s: exit %d, want 1 and the cause\nstdout:\n%s\nstderr:\n%s", format, code, stdout, stderr)
