@@ -158,3 +158,26 @@ func TestQuantile(t *testing.T) {
 		}
 	}
 }
+
+// A request the account aborts (its client went away) leaves the count.
+func TestAbortedRequestLeavesTheCount(t *testing.T) {
+	served, c, newClient := countedServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		panic(http.ErrAbortHandler)
+	}), 0)
+	if _, err := newClient().Get(served + "dbs"); err == nil {
+		t.Fatal("the aborted request was answered")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		inFlight := c.inFlight
+		c.mu.Unlock()
+		if inFlight == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still counted in flight", inFlight)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

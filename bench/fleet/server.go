@@ -210,19 +210,20 @@ func (h *fleetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"code":"429","message":"Request rate is large. More Request Units may be needed, so no changes were made."}`))
 		return
 	}
+	// The account's handler aborts (panics with http.ErrAbortHandler) when
+	// a client goes away mid-request: the count must still come down.
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() { h.c.done(sw.status) }()
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
 		bw := &bufferedWriter{header: w.Header()}
 		h.next.ServeHTTP(bw, r)
 		body := bytes.ReplaceAll(bw.body.Bytes(), []byte(h.ownURL), []byte(h.servedURL))
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(bw.status)
-		_, _ = w.Write(body)
-		h.c.done(bw.status)
+		sw.WriteHeader(bw.status)
+		_, _ = sw.Write(body)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
-	h.c.done(sw.status)
 }
 
 func runServer(args []string) error {
