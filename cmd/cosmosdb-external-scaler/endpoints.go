@@ -85,11 +85,15 @@ func (a endpointAllowList) check(metadata map[string]string) error {
 }
 
 // adopt checks the trigger's destinations and moves them from the caller's
-// metadata into AuthParams. The scaler's credentials (environment, pod
-// identity) are its operator's, and --allowed-endpoints is the operator's
-// word on where they may go: it takes the place the TriggerAuthentication
-// has in KEDA, whose destinations alone the in-tree scaler lets take a
-// credential outside the known clouds.
+// metadata into AuthParams. The scaler's keys and client secrets (its
+// environment) are its operator's, and --allowed-endpoints is the
+// operator's word on where they may go: it takes the place the
+// TriggerAuthentication has in KEDA, whose destinations alone the in-tree
+// scaler lets take a key or client secret outside the known clouds. The
+// scaler's workload identity is not widened by it: the in-tree scaler keeps
+// that to the configured known cloud's Cosmos DB hosts, or to the private
+// cloud this process's KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD names
+// (TestCallerCannotSendTheScalersWorkloadIdentity).
 func (a endpointAllowList) adopt(metadata, authParams map[string]string) error {
 	if err := a.check(metadata); err != nil {
 		return err

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -108,5 +114,83 @@ func TestCallerCannotRedirectTheScalersCredentials(t *testing.T) {
 	}
 	if n := f.created.Load(); n != 1 {
 		t.Errorf("%d scalers built for the listed private cloud, want 1", n)
+	}
+}
+
+// The external scaler's workload identity (podIdentityProvider
+// azure-workload, and any podIdentityId the caller names among the
+// identities federated with the scaler's service account) is its
+// operator's, as KEDA's is in-tree: --allowed-endpoints, however broad,
+// does not lend it to a private cloud, the scaler's own
+// KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD does; on a known cloud it goes only to
+// that cloud's Cosmos DB hosts. The recording hosts (HTTPS and plain HTTP,
+// both listed) see no request, and no scaler is built.
+func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	recorder := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" authorization="+strconv.FormatBool(r.Header.Get("Authorization") != ""))
+		mu.Unlock()
+		http.Error(w, "foreign host", http.StatusUnauthorized)
+	})
+	foreign, plain := httptest.NewTLSServer(recorder), httptest.NewServer(recorder)
+	t.Cleanup(foreign.Close)
+	t.Cleanup(plain.Close)
+	broad := func(o *serverOptions) {
+		o.allowedEndpoints, _ = parseEndpointAllowList("collector.attacker.example,victim-internal-api,127.0.0.1,*.documents.azure.com,*.documents.azure.us,*.cosmos.private.example,cosmos.private.example", true)
+	}
+	f := newFixture(t, broad)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_CLIENT_ID", "external-scaler")
+	t.Setenv("AZURE_TENANT_ID", "tenant-wi")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "")
+	ctx := testContext(t)
+	workload := []string{"connectionFromScalerEnv", "", "podIdentityProvider", "azure-workload"}
+	refused := func(t *testing.T, want []string, extra ...string) {
+		t.Helper()
+		for _, identity := range []string{"", "other-identity"} {
+			md := metadata(append(append(slices.Clone(workload), "podIdentityId", identity), extra...)...)
+			_, err := f.client.GetMetricSpec(ctx, ref(md))
+			assertStatus(t, err, codes.InvalidArgument, want)
+		}
+	}
+	t.Run("private cloud and an api:// audience, all listed", func(t *testing.T) {
+		refused(t, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", "https://collector.attacker.example/", "cloud", "Private", "cosmosDBResourceURL", "api://victim-internal-api")
+	})
+	t.Run("private cloud at the recording host", func(t *testing.T) {
+		refused(t, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", foreign.URL, "cloud", "Private", "cosmosDBResourceURL", foreign.URL)
+	})
+	t.Run("public cloud, the recording host over https and over http", func(t *testing.T) {
+		refused(t, []string{"endpoint", "KEDA's workload identity is only sent over https to hosts under the public cloud's Cosmos DB domains"}, "endpoint", foreign.URL)
+		refused(t, []string{"endpoint", "KEDA's workload identity is only sent over https"}, "endpoint", plain.URL)
+	})
+	t.Run("public cloud, another cloud's listed account", func(t *testing.T) {
+		refused(t, []string{"endpoint", "public cloud's Cosmos DB domains"}, "endpoint", "https://shop.documents.azure.us/")
+	})
+	t.Run("the scaler's setting allows its private cloud, and only its audience", func(t *testing.T) {
+		t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
+		refused(t, []string{"cosmosDBResourceURL", "KEDA's workload identity requests tokens only for https://cosmos.private.example"},
+			"endpoint", "https://shop.cosmos.private.example/", "cloud", "Private", "cosmosDBResourceURL", "api://victim-internal-api")
+		refused(t, []string{"endpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", "https://collector.attacker.example/", "cloud", "Private")
+		if n := f.created.Load(); n != 0 {
+			t.Fatalf("%d scalers were built for refused identities", n)
+		}
+		md := metadata(append(slices.Clone(workload), "endpoint", "https://shop.cosmos.private.example/", "cloud", "Private")...)
+		if _, err := f.client.GetMetricSpec(ctx, ref(md)); err != nil {
+			t.Fatalf("the operator's private cloud refused: %v", err)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 0 {
+		t.Fatalf("the recording hosts saw %v", seen)
+	}
+	if n := f.created.Load(); n != 1 {
+		t.Fatalf("%d scalers built, want 1 (the operator's private cloud)", n)
 	}
 }

@@ -2,7 +2,6 @@ package cosmostest
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -37,6 +36,7 @@ type config struct {
 	requestLog     int // entries kept; 0 keeps all
 	certificate    *tls.Certificate
 	partitionMerge bool // WithPartitionMerge (merge.go)
+	queryPageLimit int  // WithQueryPageLimit (query.go); 0: none
 }
 
 // Option configures a Server.
@@ -61,7 +61,14 @@ func WithCertificate(cert tls.Certificate) Option {
 	return func(c *config) { c.certificate = &cert }
 }
 
-// WithKey sets the base64 primary key (default: a random 64-byte key).
+// EmulatorKey is the Azure Cosmos DB Emulator's published account key, the
+// default key of a Server as of the real emulator. It is no secret: the
+// azure-cosmosdb scaler sends it over plain HTTP, and no other key.
+const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// WithKey sets the base64 primary key (default: EmulatorKey). A test whose
+// scaler signs with another key serves over TLS (NewTLSServer) and gives
+// the scaler the server's Client as its transport.
 func WithKey(base64Key string) Option { return func(c *config) { c.key = base64Key } }
 
 // WithTokenVerifier enables Entra ID ("type=aad") authorization. The verifier
@@ -111,9 +118,7 @@ func start(useTLS bool, opts []Option) (*Server, error) {
 		o(&cfg)
 	}
 	if cfg.key == "" {
-		k := make([]byte, 64)
-		_, _ = rand.Read(k)
-		cfg.key = base64.StdEncoding.EncodeToString(k)
+		cfg.key = EmulatorKey
 	}
 	keyBytes, err := base64.StdEncoding.DecodeString(cfg.key)
 	if err != nil {

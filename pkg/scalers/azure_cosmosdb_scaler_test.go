@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,8 +63,8 @@ type testCosmosDBRequest struct {
 }
 
 // testCosmosDBServer is a compact Cosmos DB account (database db,
-// monitored container items, lease container leases) on an httptest
-// server: it checks every request's master-key signature and records its
+// monitored container items, lease container leases) on an httptest TLS
+// server (keys and tokens never go over plain HTTP, loopback included): it checks every request's master-key signature and records its
 // headers, serves the RIDs, the partition key ranges and the lease query
 // in pages, and the change feed from per-range LSNs in both modes, with
 // injectable faults.
@@ -84,9 +85,21 @@ type testCosmosDBServer struct {
 func newTestCosmosDBServer(t *testing.T) *testCosmosDBServer {
 	s := &testCosmosDBServer{key: testCosmosDBAccountKey, feeds: map[string][]int64{}, faults: map[string][]*testCosmosDBFault{},
 		ranges: []testCosmosDBRange{{id: "0", min: "", max: "80"}, {id: "1", min: "80", max: "FF"}}}
-	s.server = httptest.NewServer(s)
+	s.server = httptest.NewTLSServer(s)
 	t.Cleanup(s.server.Close)
 	return s
+}
+
+// testCosmosDBClient is KEDA's HTTP client (its timeout) trusting the
+// httptest TLS servers' certificate, which they all share: the scaler's
+// transport in these tests.
+func testCosmosDBClient(t *testing.T, config *scalersconfig.ScalerConfig) *http.Client {
+	server := httptest.NewTLSServer(http.NotFoundHandler())
+	client := server.Client()
+	server.Close()
+	client.Timeout = config.GlobalHTTPTimeout
+	t.Cleanup(client.CloseIdleConnections)
+	return client
 }
 
 func (s *testCosmosDBServer) connection() string {
@@ -433,7 +446,7 @@ func (s *testCosmosDBServer) config(overrides map[string]string) *scalersconfig.
 // testCosmosDBPoll builds the scaler and polls it once, as KEDA does.
 func testCosmosDBPoll(t *testing.T, config *scalersconfig.ScalerConfig) (metric int64, active bool, err error) {
 	t.Helper()
-	scaler, err := NewAzureCosmosDBScaler(config)
+	scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, scaler.Close(context.Background())) }()
 	specs := scaler.GetMetricSpecForScaling(context.Background())
@@ -761,13 +774,13 @@ func TestCosmosDBWrongKeyFailsWithoutQuotingIt(t *testing.T) {
 
 func TestCosmosDBUnreachableAccountNamesHost(t *testing.T) {
 	s := newTestCosmosDBServer(t)
-	closed := httptest.NewServer(http.NotFoundHandler())
+	closed := httptest.NewTLSServer(http.NotFoundHandler())
 	closed.Close()
 	config := s.config(nil)
 	config.AuthParams["connection"] = "AccountEndpoint=" + closed.URL + "/;AccountKey=" + testCosmosDBWrongKey
 	_, _, err := testCosmosDBPoll(t, config)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "read database db at "+strings.TrimPrefix(closed.URL, "http://")+": ")
+	assert.Contains(t, err.Error(), "read database db at "+strings.TrimPrefix(closed.URL, "https://")+": ")
 	assert.Contains(t, err.Error(), "connection refused")
 	assert.NotContains(t, err.Error(), testCosmosDBWrongKey)
 }
@@ -888,7 +901,9 @@ func TestCosmosDBCredentialSources(t *testing.T) {
 				return map[string]string{"connectionFromEnv": "COSMOS", "connection": w.connection()}
 			}},
 		{name: "endpoint with cosmosDBKeyFromEnv",
-			auth: func(r, w *testCosmosDBServer) map[string]string { return map[string]string{"endpoint": r.server.URL} },
+			auth: func(r, w *testCosmosDBServer) map[string]string {
+				return map[string]string{"endpoint": r.server.URL, "cloud": "Private"}
+			},
 			env: func(r, w *testCosmosDBServer) map[string]string {
 				return map[string]string{"KEY": testCosmosDBAccountKey}
 			},
@@ -992,4 +1007,106 @@ func withParams(params map[string]string, pairs ...string) map[string]string {
 		out[pairs[i]] = pairs[i+1]
 	}
 	return out
+}
+
+// testCosmosDBRecorder is a foreign host: it records whether each request
+// carried an Authorization header and answers 401.
+type testCosmosDBRecorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *testCosmosDBRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.seen = append(r.seen, fmt.Sprintf("%s %s authorization=%t", req.Method, req.URL.Path, req.Header.Get("Authorization") != ""))
+	r.mu.Unlock()
+	http.Error(w, "foreign host", http.StatusUnauthorized)
+}
+
+func (r *testCosmosDBRecorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = nil
+}
+
+func (r *testCosmosDBRecorder) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+// The ways a trigger could send a key or KEDA's workload identity token to
+// a host of its choosing, each against a recording foreign host, over HTTPS
+// and plain HTTP: the scaler is refused when it is built, and the host sees
+// no request (a poll of a wrongly built scaler would reach it, as the last
+// case, a connection string to it, shows).
+func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
+	recorder := &testCosmosDBRecorder{}
+	foreign := httptest.NewTLSServer(recorder)
+	t.Cleanup(foreign.Close)
+	plain := httptest.NewServer(recorder)
+	t.Cleanup(plain.Close)
+	tokenFile := t.TempDir() + "/token"
+	require.NoError(t, os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600))
+	t.Setenv("AZURE_CLIENT_ID", "keda-operator")
+	t.Setenv("AZURE_TENANT_ID", "tenant-wi")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "")
+	workload := v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
+	other := "other-identity"
+	tests := []struct {
+		name     string
+		auth     map[string]string
+		metadata map[string]string
+		identity v1alpha1.AuthPodIdentity
+		wantErr  string
+	}{
+		{name: "workload identity, private cloud and an api:// audience in a TriggerAuthentication", identity: workload,
+			auth:    map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"},
+			wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
+		{name: "another identity federated with KEDA's service account", identity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload, IdentityID: &other},
+			auth:    map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "https://api.applicationinsights.io"},
+			wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
+		{name: "workload identity, private cloud in trigger metadata", identity: workload,
+			metadata: map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "https://app.vssps.visualstudio.com"},
+			wantErr:  "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
+		{name: "workload identity, foreign endpoint on the public cloud", identity: workload, auth: map[string]string{"endpoint": foreign.URL},
+			wantErr: "endpoint: KEDA's workload identity is only sent over https to hosts under the public cloud's Cosmos DB domains"},
+		{name: "workload identity over plain http to loopback", identity: workload, auth: map[string]string{"endpoint": plain.URL},
+			wantErr: "endpoint: KEDA's workload identity is only sent over https"},
+		{name: "account key over plain http to loopback", auth: map[string]string{"endpoint": plain.URL, "cosmosDBKey": testCosmosDBAccountKey},
+			wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "connection string over plain http to loopback", auth: map[string]string{"connection": "AccountEndpoint=" + plain.URL + "/;AccountKey=" + testCosmosDBAccountKey},
+			wantErr: "connection: an account key or token is only sent over https"},
+		{name: "service principal over plain http to loopback", auth: map[string]string{"endpoint": plain.URL, "tenantId": "t", "clientId": "c", "clientSecret": testCosmosDBSecret},
+			wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "a TriggerAuthentication's key, foreign endpoint in metadata", auth: map[string]string{"cosmosDBKey": testCosmosDBAccountKey, "cloud": "Private"},
+			metadata: map[string]string{"endpoint": "https://cosmos.attacker.example/"}, wantErr: "endpoint: given in trigger metadata"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recorder.reset()
+			config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(tt.metadata), AuthParams: tt.auth,
+				ResolvedEnv: map[string]string{}, PodIdentity: tt.identity, GlobalHTTPTimeout: 5 * time.Second}
+			scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
+			if err == nil {
+				_, _, pollErr := scaler.GetMetricsAndActivity(context.Background(), "s0-metric")
+				t.Fatalf("scaler built (poll: %v); the foreign host saw %v", pollErr, recorder.requests())
+			}
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.NotContains(t, err.Error(), testCosmosDBAccountKey)
+			assert.NotContains(t, err.Error(), testCosmosDBSecret)
+			assert.Empty(t, recorder.requests(), "the foreign host saw requests")
+		})
+	}
+	t.Run("the recorder is reachable: a connection string to it is sent a signed request", func(t *testing.T) {
+		recorder.reset()
+		config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(nil), GlobalHTTPTimeout: 5 * time.Second,
+			AuthParams: map[string]string{"connection": "AccountEndpoint=" + foreign.URL + "/;AccountKey=" + testCosmosDBAccountKey}}
+		scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
+		require.NoError(t, err)
+		_, _, err = scaler.GetMetricsAndActivity(context.Background(), "s0-metric")
+		require.Error(t, err)
+		assert.Contains(t, recorder.requests(), "GET /dbs/db authorization=true")
+	})
 }

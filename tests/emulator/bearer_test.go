@@ -8,15 +8,18 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-// newBearerEnv is an account that accepts only tokens for scope, with 12
-// items pending in range 1.
-func newBearerEnv(t *testing.T, scope string) *cosmosEnv {
+// newBearerEnv is an account that accepts only tokens for scope, served
+// over HTTPS as host through the tests' proxy (no token goes over plain
+// HTTP), with 12 items pending in range 1.
+func newBearerEnv(t *testing.T, host, scope string) *cosmosEnv {
 	t.Helper()
 	srv := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(scope)))
 	t.Cleanup(srv.Close)
+	routeHost(t, host, srv.Handler)
 	db := srv.Account.CreateDatabase("appdb")
 	env := &cosmosEnv{server: srv, monitored: db.CreateContainer("orders", "/customerId", 2), leases: db.CreateContainer("leases", "/id", 1)}
 	env.processor = leasetest.NewWriter("orders-processor", env.monitored, env.leases, dotNetV0)
+	env.processor.AccountHost = host
 	tokens, err := env.processor.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +42,8 @@ func servicePrincipal(extra ...string) map[string]string {
 // scaler's lifetime.
 func TestServicePrincipalPrivateCloud(t *testing.T) {
 	const resource = "https://cosmos.private.example"
-	env := newBearerEnv(t, resource+"/.default")
-	auth := servicePrincipal("endpoint", env.server.URL(), "cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
+	env := newBearerEnv(t, "sp.cosmos.private.example", resource+"/.default")
+	auth := servicePrincipal("endpoint", "https://sp.cosmos.private.example/", "cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
 	before := tokenIssuer.TokenRequests()
 	s := newScaler(t, scalerConfig(env.metadata(), auth))
 	for range 3 {
@@ -62,7 +65,7 @@ func TestServicePrincipalPrivateCloud(t *testing.T) {
 // cloud's own Entra ID host (served by the test issuer through the proxy).
 // cosmosDBResourceURL only counts for cloud: Private.
 func TestServicePrincipalKnownClouds(t *testing.T) {
-	env := newBearerEnv(t, "https://cosmos.azure.com/.default")
+	env := newBearerEnv(t, "bearer.documents.azure.com", "https://cosmos.azure.com/.default")
 	for _, tc := range []struct {
 		name      string
 		metadata  []string
@@ -74,7 +77,7 @@ func TestServicePrincipalKnownClouds(t *testing.T) {
 		{"azurechinacloud", []string{"cloud", "azurechinacloud"}, "login.chinacloudapi.cn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newScaler(t, scalerConfig(env.metadata(tc.metadata...), servicePrincipal("endpoint", env.server.URL())))
+			s := newScaler(t, scalerConfig(env.metadata(tc.metadata...), servicePrincipal("endpoint", "https://bearer.documents.azure.com/")))
 			if metric, _ := poll(t, s); metric != 12 {
 				t.Fatalf("metric %d, want 12", metric)
 			}
@@ -88,21 +91,43 @@ func TestServicePrincipalKnownClouds(t *testing.T) {
 
 // Workload identity, through KEDA's chained credential, wins over a
 // configured service principal; the client, tenant, authority and
-// federated token come from the webhook's environment.
+// federated token come from the webhook's environment. On a known cloud
+// its token is for that cloud's Cosmos DB audience.
 func TestWorkloadIdentity(t *testing.T) {
-	const resource = "https://cosmos.private.example"
-	env := newBearerEnv(t, resource+"/.default")
+	env := newBearerEnv(t, "wi.documents.azure.com", "https://cosmos.azure.com/.default")
 	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
 
-	config := scalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "clientSecret": canarySecret, "cloud": "Private", "cosmosDBResourceURL": resource})
+	config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.documents.azure.com/", "clientSecret": canarySecret, "cosmosDBResourceURL": "api://ignored"})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 	s := newScaler(t, config)
 	if metric, _ := poll(t, s); metric != 12 {
 		t.Fatalf("metric %d, want 12", metric)
 	}
 	grants := tokenIssuer.Grants()
-	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" {
+	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != "https://cosmos.azure.com/.default" {
 		t.Fatalf("grant %+v, want a federated assertion for workload-client", last)
+	}
+}
+
+// A private cloud with workload identity is the KEDA operator's to allow:
+// KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD names its domains, the audience
+// (cosmosDBResourceURL may be left out) and the authority, which the token
+// comes from instead of AZURE_AUTHORITY_HOST.
+func TestWorkloadIdentityPrivateCloud(t *testing.T) {
+	const resource = "https://cosmos.private.example"
+	env := newBearerEnv(t, "wi.cosmos.private.example", resource+"/.default")
+	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience="+resource+";authority=https://login.private.example/")
+
+	config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "Private"})
+	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
+	s := newScaler(t, config)
+	if metric, _ := poll(t, s); metric != 12 {
+		t.Fatalf("metric %d, want 12", metric)
+	}
+	grants := tokenIssuer.Grants()
+	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" || last.Host != "login.private.example" {
+		t.Fatalf("grant %+v, want a federated assertion for workload-client from login.private.example", last)
 	}
 }
 
@@ -113,6 +138,7 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	data.writeToRange(t, "0", 9)
 	leaseServer := cosmostest.NewServer(cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource + "/.default")))
 	t.Cleanup(leaseServer.Close)
+	routeHost(t, "leases.cosmos.private.example", leaseServer.Handler)
 	leaseContainer := leaseServer.Account.CreateDatabase("appdb").CreateContainer("leases", "/id", 1)
 	p := leasetest.NewWriter("orders-processor", data.monitored, leaseContainer, dotNetV0)
 	if _, err := p.CreateLeases(false); err != nil {
@@ -121,7 +147,7 @@ func TestKeyForDataBearerForLease(t *testing.T) {
 	if err := p.Checkpoint("0", data.monitored.LSN("0")-9); err != nil {
 		t.Fatal(err)
 	}
-	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", leaseServer.URL(),
+	auth := servicePrincipal("connection", data.server.ConnectionString(), "leaseEndpoint", "https://leases.cosmos.private.example/",
 		"cloud", "Private", "cosmosDBResourceURL", resource, "activeDirectoryEndpoint", tokenIssuer.URL())
 	if metric, _ := poll(t, newScaler(t, scalerConfig(data.metadata(), auth))); metric != 9 {
 		t.Fatalf("metric %d, want 9", metric)

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,7 +79,6 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 	env := newCosmosEnv(t, 1, dotNetV0) // a real account for the parts that are allowed
 	const foreign = "https://evil.example.net/"
 	const resource = "https://cosmos.private.example"
-	privateToken := []string{"cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()}
 	for _, tc := range []struct {
 		name     string
 		metadata map[string]string
@@ -95,14 +95,23 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 		{"service principal, foreign endpoint", env.metadata(), servicePrincipal("endpoint", foreign), false, []string{"endpoint", "documents.azure.com"}},
 		{"service principal, foreign leaseEndpoint", env.metadata(), servicePrincipal("connection", env.server.ConnectionString(), "leaseEndpoint", foreign), false, []string{"leaseEndpoint"}},
 		{"workload identity, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign}, true, []string{"endpoint", "documents.azure.com"}},
-		{"Private cloud with the public resource and a service principal", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.com/")...), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the public resource without a slash", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.com")...), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the public resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.com/"}, true, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the US Government resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://cosmos.azure.us")...), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the China resource, upper case and a port", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://COSMOS.AZURE.CN:443/")...), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with the Germany resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.de"}, true, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with an account's own URL as the resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://shop.documents.azure.com")...), false, []string{"cosmosDBResourceURL"}},
-		{"Private cloud with a US Government account's URL as the resource", env.metadata(), servicePrincipal(append(privateToken, "endpoint", foreign, "cosmosDBResourceURL", "https://shop.documents.azure.us:443/")...), false, []string{"cosmosDBResourceURL"}},
+		// No key or token over plain HTTP, loopback included: the account
+		// (env.server, on loopback) records every request it gets.
+		{"account key over plain http to loopback", env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
+		{"connection string over plain http to loopback", env.metadata(), map[string]string{"connection": "AccountEndpoint=" + env.server.URL() + ";AccountKey=" + canaryKey}, false, []string{"connection", "https"}},
+		{"service principal over plain http to loopback", env.metadata(), servicePrincipal("endpoint", env.server.URL()), false, []string{"endpoint", "https"}},
+		{"workload identity over plain http to loopback", env.metadata(), map[string]string{"endpoint": env.server.URL()}, true, []string{"endpoint", "https"}},
+		// KEDA's workload identity is the operator's (issue AB): a
+		// TriggerAuthentication may not send it, or ask a token of it for
+		// another audience, outside the configured known cloud.
+		{"workload identity, foreign endpoint, cloud: Private and an api:// audience in the TriggerAuthentication", env.metadata(),
+			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"}, true, []string{"cloud: Private", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"workload identity, Application Insights audience", env.metadata(),
+			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://api.applicationinsights.io"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"workload identity, Azure DevOps audience", env.metadata(),
+			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://app.vssps.visualstudio.com"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"Private cloud with the public resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.com/"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"workload identity, another cloud's account", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.us/"}, true, []string{"endpoint", "public cloud's Cosmos DB domains"}},
 		// Trigger metadata is the ScaledObject author's; a TriggerAuthentication's
 		// credentials and KEDA's workload identity are someone else's. A destination
 		// in metadata never takes them outside the known clouds (issue X).
@@ -123,14 +132,11 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 			[]string{"activeDirectoryEndpoint: given in trigger metadata", "client secret"}},
 		{"service principal; cosmosDBResourceURL of Resource Manager in metadata", env.metadata("cosmosDBResourceURL", "https://management.azure.com/"),
 			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()), false,
-			[]string{"cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud (management.azure.com)"}},
-		{"service principal; cosmosDBResourceURL of Key Vault in the TriggerAuthentication", env.metadata(),
-			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL(), "cosmosDBResourceURL", "https://vault.azure.net"), false,
-			[]string{"cosmosDBResourceURL: with cloud: Private it must not be a host of a known cloud"}},
+			[]string{"cosmosDBResourceURL: given in trigger metadata"}},
 		{"workload identity; cloud: Private and cosmosDBResourceURL in metadata", env.metadata("cloud", "Private", "cosmosDBResourceURL", resource),
-			map[string]string{"endpoint": foreign}, true, []string{"given in trigger metadata"}},
+			map[string]string{"endpoint": foreign}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
 		{"workload identity; endpoint, cloud: Private and cosmosDBResourceURL in metadata", env.metadata("endpoint", foreign, "cloud", "Private", "cosmosDBResourceURL", resource),
-			map[string]string{}, true, []string{"endpoint: given in trigger metadata"}},
+			map[string]string{}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := foreignHosts(t)
@@ -234,7 +240,7 @@ func TestCredentialsAllowedEndpointsWork(t *testing.T) {
 		env := routedEnv(t, "cosmos-emulator.cosmos.svc", "cosmos-emulator.cosmos.svc", cosmostest.WithKey(cosmosEmulatorKey))
 		pollsSeven(t, env, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://cosmos-emulator.cosmos.svc/", "cosmosDBKey": cosmosEmulatorKey}))
 	})
-	t.Run("account key over plain http to loopback", func(t *testing.T) {
+	t.Run("the emulator's published key over plain http to loopback", func(t *testing.T) {
 		env := newCosmosEnv(t, 1, dotNetV0)
 		env.writeToRange(t, "0", 7)
 		endpoint := strings.Replace(env.server.URL(), "127.0.0.1", "localhost", 1)
@@ -292,9 +298,10 @@ func TestCredentialOwnersDirectPrivateClouds(t *testing.T) {
 			t.Fatalf("grant %+v, want one from login.private.example for %s/.default", last, resource)
 		}
 	})
-	t.Run("workload identity with the private cloud in the TriggerAuthentication", func(t *testing.T) {
+	t.Run("workload identity in a private cloud the operator allows", func(t *testing.T) {
 		env := routedEnv(t, "wi.cosmos.private.example", "wi.cosmos.private.example", cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource+"/.default")))
 		tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
+		t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience="+resource+";authority=https://login.private.example/")
 		config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "Private", "cosmosDBResourceURL": resource})
 		config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 		pollsSeven(t, env, config)
@@ -305,4 +312,50 @@ func TestCredentialOwnersDirectPrivateClouds(t *testing.T) {
 		config.ResolvedEnv = map[string]string{"COSMOS_KEY": env.server.Key()}
 		pollsSeven(t, env, config)
 	})
+}
+
+// With KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD set, KEDA's workload identity goes
+// to the operator's private domains and audience only, wherever the trigger
+// or its TriggerAuthentication points it: the foreign host sees nothing and
+// no token is requested.
+func TestWorkloadIdentityStaysInTheOperatorsPrivateCloud(t *testing.T) {
+	const foreign = "https://evil.example.net/"
+	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
+	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
+	other := "other-identity"
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]string
+		auth     map[string]string
+		want     []string
+	}{
+		{"foreign endpoint in the TriggerAuthentication", baseMetadata(), map[string]string{"endpoint": foreign, "cloud": "Private"}, []string{"endpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"foreign leaseEndpoint in metadata", baseMetadata("leaseEndpoint", foreign), map[string]string{"endpoint": "https://shop.cosmos.private.example/", "cloud": "Private"},
+			[]string{"leaseEndpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		{"api:// audience for the operator's account", baseMetadata(), map[string]string{"endpoint": "https://shop.cosmos.private.example/", "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"},
+			[]string{"cosmosDBResourceURL"}},
+		{"a public account with the private audience", baseMetadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cloud": "Private"}, []string{"endpoint"}},
+	} {
+		for _, identity := range []*string{nil, &other} {
+			t.Run(fmt.Sprintf("%s, identityId %v", tc.name, identity != nil), func(t *testing.T) {
+				rec := foreignHosts(t)
+				config := scalerConfig(tc.metadata, tc.auth)
+				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload, IdentityID: identity}
+				tokensBefore := tokenIssuer.TokenRequests()
+				s, err := scalers.NewAzureCosmosDBScaler(config)
+				if err == nil {
+					_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
+					_ = s.Close(context.Background())
+					t.Fatalf("scaler built (poll: %v); foreign host saw %v", pollErr, rec.requests())
+				}
+				assertMentions(t, err, tc.want...)
+				if got := rec.requests(); len(got) != 0 {
+					t.Fatalf("the foreign host saw %v", got)
+				}
+				if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
+					t.Fatalf("%d token requests for a refused trigger", n)
+				}
+			})
+		}
+	}
 }

@@ -45,10 +45,11 @@ func TestFailuresFailThePoll(t *testing.T) {
 	}
 }
 
-// A wrong account key is an authentication failure of the poll.
+// A wrong account key is an authentication failure of the poll (over
+// HTTPS: no key but the emulator's goes over plain HTTP).
 func TestWrongKeyFailsThePoll(t *testing.T) {
-	env := newCosmosEnv(t, 1, dotNetV0)
-	s := newScaler(t, scalerConfig(env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": canaryKey}))
+	env := routedEnv(t, "wrongkey.documents.azure.com", "wrongkey.documents.azure.com")
+	s := newScaler(t, scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wrongkey.documents.azure.com/", "cosmosDBKey": canaryKey}))
 	err := pollError(t, s)
 	assertMentions(t, err, "401")
 	if strings.Contains(err.Error(), canaryKey) {

@@ -14,11 +14,17 @@ import (
 // log line, on success and on every failure path.
 func TestSecretsNeverLeak(t *testing.T) {
 	const canaryAccountKey = "U0VDUkVULUNBTkFSWS1LRVktMDEyMzQ1Njc4OQ==" // base64 "SECRET-CANARY-KEY-0123456789"
+	// Served over HTTPS through the tests' proxy: no key but the emulator's
+	// goes over plain HTTP.
+	const host = "canary.documents.azure.com"
 	srv := cosmostest.NewServer(cosmostest.WithKey(canaryAccountKey))
 	t.Cleanup(srv.Close)
+	routeHost(t, host, srv.Handler)
+	endpoint, connection := "https://"+host+"/", "AccountEndpoint=https://"+host+"/;AccountKey="+canaryAccountKey+";"
 	db := srv.Account.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", 2)
 	p := leasetest.NewWriter("orders-processor", monitored, db.CreateContainer("leases", "/id", 1), dotNetV0)
+	p.AccountHost = host
 	if _, err := p.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +32,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	metadata := map[string]string{"databaseId": "appdb", "containerId": "orders", "leaseDatabaseId": "appdb", "leaseContainerId": "leases", "processorName": "orders-processor"}
-	canaries := []string{canaryAccountKey, "SECRET-CANARY", srv.ConnectionString(), canarySecret, canaryKey}
+	canaries := []string{canaryAccountKey, "SECRET-CANARY", connection, canarySecret, canaryKey}
 	var texts []string
 
-	good := newScaler(t, scalerConfig(metadata, map[string]string{"connection": srv.ConnectionString(), "clientSecret": canarySecret, "tenantId": testTenant, "clientId": "x"}))
+	good := newScaler(t, scalerConfig(metadata, map[string]string{"connection": connection, "clientSecret": canarySecret, "tenantId": testTenant, "clientId": "x"}))
 	poll(t, good)
 	for _, fault := range []cosmostest.Fault{
 		{Kind: cosmostest.KindQuery, Status: http.StatusForbidden},
@@ -45,13 +51,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		remove()
 	}
-	wrong := newScaler(t, scalerConfig(metadata, map[string]string{"endpoint": srv.URL(), "cosmosDBKey": canaryKey}))
+	wrong := newScaler(t, scalerConfig(metadata, map[string]string{"endpoint": endpoint, "cosmosDBKey": canaryKey}))
 	texts = append(texts, pollError(t, wrong).Error())
 	for _, bad := range []map[string]string{
 		{"connection": "AccountEndpoint=ftp://x/;AccountKey=" + canaryAccountKey},
-		{"connection": "AccountEndpoint=" + srv.URL() + ";AccountKey=SECRET-CANARY-not-base64"},
-		{"endpoint": srv.URL(), "cosmosDBKey": "SECRET-CANARY-not-base64"},
-		{"endpoint": srv.URL(), "clientSecret": canarySecret, "tenantId": testTenant},
+		{"connection": "AccountEndpoint=" + endpoint + ";AccountKey=SECRET-CANARY-not-base64"},
+		{"endpoint": endpoint, "cosmosDBKey": "SECRET-CANARY-not-base64"},
+		{"endpoint": endpoint, "clientSecret": canarySecret, "tenantId": testTenant},
 	} {
 		if _, err := scalers.NewAzureCosmosDBScaler(scalerConfig(metadata, bad)); err != nil {
 			texts = append(texts, err.Error())

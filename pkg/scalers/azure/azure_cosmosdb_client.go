@@ -37,7 +37,7 @@ type CosmosDBClient struct {
 
 // NewCosmosDBClient signs requests with conn's key, or sends its bearer token.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key}
+	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key, plainHTTP: base64.StdEncoding.EncodeToString(conn.key) == cosmosDBEmulatorKey}
 	if !conn.UsesKey() {
 		auth = runtime.NewBearerTokenPolicy(conn.token, []string{conn.scope}, &policy.BearerTokenOptions{
 			AuthorizationHandler: policy.AuthorizationHandler{OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
@@ -49,7 +49,7 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 				h.Set("Authorization", "type=aad&ver=1.0&sig="+strings.TrimPrefix(h.Get("Authorization"), "Bearer "))
 				return nil
 			}},
-			InsecureAllowCredentialWithHTTP: isCosmosDBLoopback(conn.Endpoint.Hostname()),
+			// No token over plain HTTP, loopback included (azcore refuses it).
 		})
 	}
 	// KEDA's client wraps its transport (request metrics), so http.Client's
@@ -172,11 +172,22 @@ func (cosmosDBBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// cosmosDBKeyPolicy signs each try with the account key, as the REST API documents.
-type cosmosDBKeyPolicy struct{ key []byte }
+// cosmosDBEmulatorKey is the Cosmos DB Emulator's published account key,
+// no secret: the only key sent over plain HTTP.
+const cosmosDBEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// cosmosDBKeyPolicy signs each try with the account key, as the REST API
+// documents; over plain HTTP only the emulator's published key.
+type cosmosDBKeyPolicy struct {
+	key       []byte
+	plainHTTP bool
+}
 
 func (p cosmosDBKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
+	if raw.URL.Scheme != "https" && !p.plainHTTP {
+		return nil, errors.New("an account key is only sent over https")
+	}
 	resourceType, resourceLink := cosmosDBResourceOf(raw.URL.Path)
 	raw.Header["Authorization"] = []string{signCosmosDBRequest(p.key, raw.Method, resourceType, resourceLink, raw.Header.Get("X-Ms-Date"))}
 	return req.Next()

@@ -65,10 +65,17 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, nil, err
 	}
+	tokenParams := map[*CosmosDBConnection]string{}
+	if !data.UsesKey() {
+		tokenParams[data] = "endpoint"
+	}
 	switch {
 	case auth.LeaseConnection != "" || auth.LeaseEndpoint != "":
 		if lease, err = resolveCosmosDBConnection(auth, auth.LeaseConnection, auth.LeaseEndpoint, auth.LeaseKey, "lease"); err != nil {
 			return nil, nil, err
+		}
+		if !lease.UsesKey() {
+			tokenParams[lease] = "leaseEndpoint"
 		}
 	case auth.LeaseKey != "":
 		return nil, nil, errors.New("leaseCosmosDBKey is set but neither leaseEndpoint nor leaseConnection is: the lease key is only used with an explicit lease account")
@@ -79,7 +86,7 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 	if data.UsesKey() && lease.UsesKey() {
 		return data, lease, nil
 	}
-	cred, scope, err := newCosmosDBTokenCredential(auth, transport, logger)
+	cred, scope, err := newCosmosDBTokenCredential(auth, tokenParams, transport, logger)
 	if err != nil {
 		keyless := "the lease account (leaseEndpoint)"
 		if !data.UsesKey() {
@@ -105,7 +112,14 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 		if endpoint == "" || key == "" {
 			return nil, fmt.Errorf("%s: a connection string needs both AccountEndpoint and AccountKey", connectionParam)
 		}
-		return newCosmosDBConnection(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
+		a, err := newCosmosDBConnection(endpoint, key, connectionParam+" AccountEndpoint", connectionParam+" AccountKey")
+		if err != nil {
+			return nil, err
+		}
+		if err := checkCosmosDBConnectionString(a.Endpoint, key, connectionParam); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	if endpoint == "" {
 		if key != "" {
@@ -117,8 +131,10 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 	if err != nil {
 		return nil, err
 	}
-	owned := auth.TriggerAuthentication[keyParam] || (key == "" && auth.tokenFromTriggerAuthentication())
-	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam, owned); err != nil {
+	if key == "" {
+		return a, nil // a token's destination is checked with its credential
+	}
+	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam, auth.TriggerAuthentication[keyParam]); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -173,8 +189,27 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
 }
 
-// newCosmosDBTokenCredential returns the accounts' token credential and scope.
-func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+// newCosmosDBTokenCredential returns the token credential and scope of the
+// keyless accounts (their endpoint parameters by connection), after checking
+// where the token may go.
+func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+	switch auth.PodIdentity.Provider {
+	case v1alpha1.PodIdentityProviderAzureWorkload:
+		return newCosmosDBWorkloadCredential(auth, accounts, transport, logger)
+	case "", v1alpha1.PodIdentityProviderNone:
+	default:
+		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
+	}
+	for _, param := range []string{"endpoint", "leaseEndpoint"} {
+		for a, p := range accounts {
+			if p != param {
+				continue
+			}
+			if err := checkCosmosDBEndpoint(auth, a.Endpoint, "", param, auth.tokenFromTriggerAuthentication()); err != nil {
+				return nil, "", err
+			}
+		}
+	}
 	settings := map[string]string{"cloud": auth.Cloud, "cosmosDBResourceURL": auth.CosmosDBResourceURL, DefaultActiveDirectoryEndpointKey: auth.ActiveDirectoryEndpoint}
 	resource, err := ParseEnvironmentProperty(settings, "cosmosDBResourceURL", func(env AzEnvironment) (string, error) {
 		return env.ResourceIdentifiers.CosmosDB, nil
@@ -182,26 +217,13 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	if err != nil {
 		return nil, "", err
 	}
-	host, err := cosmosDBHost("cosmosDBResourceURL", resource)
-	if err != nil {
+	if _, err := cosmosDBHost("cosmosDBResourceURL", resource); err != nil {
 		return nil, "", err
 	}
-	if err := checkCosmosDBTokenResource(auth, host); err != nil {
+	if err := checkCosmosDBTokenResource(auth); err != nil {
 		return nil, "", err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
-
-	switch auth.PodIdentity.Provider {
-	case v1alpha1.PodIdentityProviderAzureWorkload:
-		cred, err := NewChainedCredential(logger, auth.PodIdentity)
-		if err != nil {
-			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
-		}
-		return cred, scope, nil
-	case "", v1alpha1.PodIdentityProviderNone:
-	default:
-		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
-	}
 	if err := checkCosmosDBServicePrincipal(auth); err != nil {
 		return nil, "", err
 	}
@@ -224,6 +246,58 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, transport policy.Transporter,
 	cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
 	if err != nil {
 		return nil, "", fmt.Errorf("tenantId/clientId/activeDirectoryEndpoint: %s", cosmosDBExcerpt(err.Error())) // holds no secret
+	}
+	return cred, scope, nil
+}
+
+// newCosmosDBWorkloadCredential returns KEDA's workload identity for the
+// accounts, which must be under the cloud's Cosmos DB domains, and a scope
+// of the cloud's audience (cosmosDBWorkloadCloud). Whoever wrote the trigger
+// or its TriggerAuthentication, the identity is the KEDA operator's.
+func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+	workloadCloud, err := cosmosDBWorkloadCloud(auth)
+	if err != nil {
+		return nil, "", err
+	}
+	var endpoints []*url.URL
+	for _, param := range []string{"endpoint", "leaseEndpoint"} {
+		for a, p := range accounts {
+			if p != param {
+				continue
+			}
+			if err := checkCosmosDBWorkloadEndpoint(auth, workloadCloud, a.Endpoint, param); err != nil {
+				return nil, "", err
+			}
+			endpoints = append(endpoints, &url.URL{Scheme: a.Endpoint.Scheme, Host: a.Endpoint.Host})
+		}
+	}
+	private := strings.EqualFold(auth.Cloud, PrivateCloud)
+	resource := workloadCloud.audiences[0] // a known cloud's: cosmosDBResourceURL is not used there
+	if private && strings.TrimSpace(auth.CosmosDBResourceURL) != "" {
+		resource = strings.TrimSpace(auth.CosmosDBResourceURL)
+	}
+	if err := checkCosmosDBWorkloadAudience(workloadCloud, resource, endpoints); err != nil {
+		return nil, "", err
+	}
+	scope := strings.TrimSuffix(resource, "/") + "/.default"
+	if !private {
+		cred, err := NewChainedCredential(logger, auth.PodIdentity)
+		if err != nil {
+			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
+		}
+		return cred, scope, nil
+	}
+	// The operator's authority; a private authority is unknown to the
+	// public instance discovery.
+	options := &azidentity.WorkloadIdentityCredentialOptions{
+		ClientOptions:            azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: workloadCloud.authority}},
+		ClientID:                 auth.PodIdentity.GetIdentityID(),
+		TenantID:                 auth.PodIdentity.GetIdentityTenantID(),
+		DisableInstanceDiscovery: true,
+	}
+	cred, err := azidentity.NewWorkloadIdentityCredential(options)
+	if err != nil {
+		return nil, "", fmt.Errorf("azure-workload identity: %s", cosmosDBExcerpt(err.Error()))
 	}
 	return cred, scope, nil
 }
@@ -254,12 +328,6 @@ func cosmosDBHost(param, raw string) (string, error) {
 		return host, nil
 	}
 	return "", fmt.Errorf("%s: host name must be at most 253 characters long (the DNS limit), got %d", param, len(u.Hostname()))
-}
-
-// isCosmosDBLoopback: emulators and tests.
-func isCosmosDBLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // cosmosDBAccountName is the first DNS label of a host, or an IP as it is.
