@@ -61,8 +61,8 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 		untimed.Timeout = 0
 		transport, tryTimeout = &untimed, c.Timeout
 	}
-	// Throttled (429), retry-with (449), timed-out and 5xx answers and
-	// dropped connections are retried within the poll; azcore honours
+	// Timed-out (408), throttled (429), retry-with (449), 500, 502, 503 and
+	// 504 answers and dropped connections are retried within the poll; azcore honours
 	// x-ms-retry-after-ms and gives up on a longer wait than MaxRetryDelay.
 	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
 		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,

@@ -167,7 +167,7 @@ func (r *CosmosDBRecorder) Inspect(e *CosmosDBLagEstimator, estimate CosmosDBLag
 		}
 		owners := cosmosDBOwners(body)
 		for _, doc := range documents {
-			if !scope.owns(doc.ID) {
+			if container, ok := scope.leaseContainer(doc.ID); !ok || !scope.ownsContainer(container) {
 				continue
 			}
 			if l, ok := doc.lease(); ok {

@@ -54,12 +54,6 @@ func (s cosmosDBLeaseScope) ownsContainer(container string) bool {
 		(s.databaseID != "" && s.containerID != "" && container == s.databaseID+"_"+s.containerID)
 }
 
-// owns reports whether id is a lease of the scope.
-func (s cosmosDBLeaseScope) owns(id string) bool {
-	container, ok := s.leaseContainer(id)
-	return ok && s.ownsContainer(container)
-}
-
 // readCosmosDBLeases reads every page (of up to 1,000) of the documents whose
 // id starts with the processor name, handing each to each as its page arrives.
 func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container, processor string, each func(cosmosDBLeaseDocument) error) error {
