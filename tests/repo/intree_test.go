@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -325,30 +326,74 @@ func TestPullRequestTextIsCheckable(t *testing.T) {
 	}
 }
 
-// Each e2e suite states its worst case in its header, the sum of every wait
-// and timeout with its terms; the terms add up to the total, which stays under
-// 15 minutes (KEDA's runner gives a test 20).
+// Each e2e suite bounds its worst case at 15 minutes (KEDA's runner gives a
+// test 20): its steps end at a deadline (stepsTimeout), and the cleanups that
+// follow have the seconds its header states, which are the helper's timeouts:
+// the namespace (NamespaceDeletionTimeout) and one Cosmos DB deletion
+// (CleanupTimeout) per resource the suite registers for deletion.
 func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
-	total := regexp.MustCompile(`Worst case, the sum of every wait and timeout below, in seconds[^:]*:((?:[^=])+)= (\d+) s`)
-	for _, suite := range []string{"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go", "tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go"} {
-		header := strings.ReplaceAll(readRepoFile(t, suite), "\n//", "")
-		m := total.FindStringSubmatch(header)
+	helper := readRepoFile(t, "tests/scalers/azure/helper/CosmosDBHelper.go")
+	seconds := func(text, name string) int {
+		m := regexp.MustCompile(name + ` = (\d+) \* time\.Second`).FindStringSubmatch(text)
 		if m == nil {
-			t.Errorf("%s states no worst case (\"Worst case, the sum of every wait and timeout below, in seconds ...: a + b = N s\")", suite)
-			continue
+			t.Fatalf("no const %s = N * time.Second", name)
 		}
-		sum := 0
-		for _, term := range regexp.MustCompile(`(\d+)(?:\s*\+|\s*$)`).FindAllStringSubmatch(strings.TrimSpace(m[1]), -1) {
-			n, _ := strconv.Atoi(term[1])
-			sum += n
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	namespace, deletion := seconds(helper, "NamespaceDeletionTimeout"), seconds(helper, "CleanupTimeout")
+	for suite, cosmosDeletions := range map[string]int{
+		"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go":               2, // the database; the two-partition container
+		"tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go": 1, // the database
+	} {
+		text := readRepoFile(t, suite)
+		steps := seconds(text, "stepsTimeout")
+		cleanup := namespace + cosmosDeletions*deletion
+		header := strings.Join(strings.Fields(strings.ReplaceAll(text, "\n//", "")), " ")
+		want := fmt.Sprintf("a deadline %s minutes after the start, and the cleanups that follow have %d s", strconv.FormatFloat(float64(steps)/60, 'f', -1, 64), cleanup)
+		if !strings.Contains(header, want) {
+			t.Errorf("%s: the header does not say %q", suite, want)
 		}
-		stated, _ := strconv.Atoi(m[2])
-		if sum != stated {
-			t.Errorf("%s: the worst case's terms add up to %d s, the header says %d s", suite, sum, stated)
+		if steps+cleanup > 15*60 {
+			t.Errorf("%s: steps %d s + cleanups %d s, over 15 minutes", suite, steps, cleanup)
 		}
-		if stated >= 15*60 {
-			t.Errorf("%s: worst case %d s, not under 15 minutes", suite, stated)
+		if n := strings.Count(text, "deadline.Iterations(") + strings.Count(text, "deadline.Seconds(") + strings.Count(text, "deadline.Context("); n == 0 {
+			t.Errorf("%s: no wait is cut to the deadline", suite)
 		}
+		for _, wait := range regexp.MustCompile(`(WaitForDeploymentReplicaReadyCount|AssertReplicaCountNotChangeDuringTimePeriod)\([^\n]*`).FindAllString(text, -1) {
+			if !strings.Contains(wait, "deadline.") {
+				t.Errorf("%s: a wait not cut to the deadline: %s", suite, wait)
+			}
+		}
+	}
+}
+
+// The e2e suites run on a serverless account (kedacore/testing-infrastructure's
+// cosmos-db module creates one with EnableServerless): the helper sends a
+// throughput header only for a container of several partitions, which only
+// CreateContainer asks for, and CreateContainer refuses to run unless the
+// documented variable says the account is provisioned; the step that calls it
+// skips, with the variable in its reason, otherwise.
+func TestE2ESuitesNeedNoThroughput(t *testing.T) {
+	helper := readRepoFile(t, "tests/scalers/azure/helper/CosmosDBHelper.go")
+	if n := len(regexp.MustCompile(`offer-autopilot-settings|x-ms-offer-throughput`).FindAllString(helper, -1)); n != 1 {
+		t.Fatalf("the helper names a throughput header %d times; want once, in createContainer for partitions > 0", n)
+	}
+	if !regexp.MustCompile(`if partitions > 0 \{\s+headers\["x-ms-cosmos-offer-autopilot-settings"\]`).MatchString(helper) {
+		t.Error("createContainer sends throughput for other than a several-partition container")
+	}
+	if !regexp.MustCompile(`createContainer\(ctx, t, "items", 0\)`).MatchString(helper) || !regexp.MustCompile(`createContainer\(ctx, t, c\.LeaseContainerID, 0\)`).MatchString(helper) {
+		t.Error("CreateDatabase creates its containers with throughput")
+	}
+	if !regexp.MustCompile(`func \(c \*CosmosDBHelper\) CreateContainer\([^)]*\) CosmosDBContainer \{\s+require\.Truef\(t, Provisioned\(\)`).MatchString(helper) {
+		t.Error("CreateContainer does not refuse to run on an account not declared provisioned")
+	}
+	suite := readRepoFile(t, "tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go")
+	if !regexp.MustCompile(`if !azurehelper\.Provisioned\(\) \{\s+t\.Skipf\([^\n]*azurehelper\.ProvisionedThroughputEnv\)`).MatchString(suite) {
+		t.Error("the partition cap step does not skip, naming the variable, on an account not declared provisioned")
+	}
+	if !strings.Contains(helper, `ProvisionedThroughputEnv = "TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT"`) || !strings.Contains(suite, "TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT=true") {
+		t.Error("the variable is not documented in the suite's header as the helper names it")
 	}
 }
 
