@@ -1,7 +1,9 @@
 package azure
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +29,7 @@ type cosmosDBPartitionKeyRange struct {
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
 // an empty page) is 0, else session LSN - first LSN + 1.
-func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange) (CosmosDBLeaseLag, error) {
+func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange, containerRID string) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
 	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
 	if err != nil {
@@ -36,6 +38,9 @@ func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges 
 	resp, err := e.data.send(ctx, changeFeedRequest(e.docs, l, rangeID, minEPK, maxEPK))
 	if isCosmosDBRangeGone(err) {
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
+	}
+	if answered := resp.header.Get("X-Ms-Content-Path"); err == nil && !isCosmosDBResourceOf(answered, containerRID) {
+		err = fmt.Errorf("%w: the change feed was answered by container %s, not %s", errCosmosDBContainerChanged, cosmosDBExcerpt(answered), containerRID)
 	}
 	if err == nil && resp.status == http.StatusOK {
 		result.Lag, err = cosmosDBLag(resp, l.AllVersionsAndDeletes, rangeID)
@@ -187,4 +192,17 @@ func cosmosDBSessionLSN(header, rangeID string) (int64, error) {
 		return 0, errors.New("malformed session token: LSN is not a non-negative 64-bit integer")
 	}
 	return lsn, nil
+}
+
+// isCosmosDBResourceOf reports whether the resource an answer names in
+// x-ms-content-path (a feed names its container, an item itself) lies under
+// the container: a RID's bytes begin with its container's. An answer that
+// names none, or no RID, is taken as the container's.
+func isCosmosDBResourceOf(rid, containerRID string) bool {
+	decode := func(s string) []byte {
+		b, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(s, "-", "/"))
+		return b
+	}
+	answered, container := decode(rid), decode(containerRID)
+	return len(answered) == 0 || len(container) == 0 || bytes.HasPrefix(answered, container)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -79,8 +80,8 @@ type CosmosDBLagEstimator struct {
 	docs         string // the monitored container's documents, whose change feed each read addresses
 
 	mu     sync.Mutex                  // guards the caches, never held across a request
-	scope  *cosmosDBLeaseScope         // the monitored container's RIDs
-	ranges []cosmosDBPartitionKeyRange // its live physical ranges, loaded for EPK leases
+	scope  *cosmosDBLeaseScope         // the monitored container's RIDs: see Estimate for what invalidates them
+	ranges []cosmosDBPartitionKeyRange // its live physical ranges, loaded at the first EPK lease
 }
 
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
@@ -88,84 +89,122 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 	return &CosmosDBLagEstimator{data: data, leases: leases, names: names, docs: data.url("dbs", names.Database, "colls", names.Container, "docs")}
 }
 
+// errCosmosDBContainerChanged: the RIDs in hand no longer name the monitored
+// container (deleted and created again: a restore, a redeploy).
+var errCosmosDBContainerChanged = errors.New("the monitored container is not the one whose RIDs were read")
+
 // Estimate runs one poll. A split (410/1002, or an EPK lease spanning
 // ranges) is retried once with fresh leases and ranges, then counts stale
 // parents; any other failure fails the estimate, never a partial total.
+//
+// The container's RIDs, which lease ids name it by, are read once and kept
+// until a poll sees that they no longer name it: a change feed answer from
+// another container (x-ms-content-path), or a lease of this processor and
+// account for a container not seen when they were read (the container
+// recreated, its processor restarted). Then they are read again and the
+// poll redone; if the new RIDs do not hold either, the poll fails.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	scope, err := e.resolveScope(ctx)
-	if err != nil {
-		return CosmosDBLagEstimate{}, err
+	e.mu.Lock()
+	scope := e.scope
+	e.mu.Unlock()
+	fresh, final := scope == nil, false
+	for {
+		if scope == nil {
+			var err error
+			if scope, err = e.resolveScope(ctx); err != nil {
+				return CosmosDBLagEstimate{}, err
+			}
+		}
+		res, others, err := e.attempt(ctx, scope, fresh, final)
+		switch {
+		case errors.Is(err, errCosmosDBContainerChanged) && !fresh:
+			scope, fresh = nil, true
+			continue
+		case errors.Is(err, errCosmosDBStaleParent) && !final:
+			e.mu.Lock()
+			e.ranges = nil
+			e.mu.Unlock()
+			final = true
+			continue
+		case err != nil:
+			return CosmosDBLagEstimate{}, err
+		}
+		if len(others) > 0 {
+			e.remember(scope, others)
+		}
+		res.SplitRetried = final
+		return res, nil
 	}
-	res, err := e.attempt(ctx, scope, false)
-	if errors.Is(err, errCosmosDBStaleParent) {
-		e.mu.Lock()
-		e.ranges = nil
-		e.mu.Unlock()
-		res, err = e.attempt(ctx, scope, true)
-		res.SplitRetried = true
-	}
-	if err != nil {
-		return CosmosDBLagEstimate{}, err
-	}
-	return res, nil
 }
 
-// attempt reads the leases, then their positions, cosmosDBReadConcurrency at
-// a time; a stale parent is an error before the final attempt.
-func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope cosmosDBLeaseScope, final bool) (CosmosDBLagEstimate, error) {
-	leases, err := readCosmosDBLeases(ctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope)
-	if err != nil {
-		return CosmosDBLagEstimate{}, err
-	}
-	ranges, err := e.liveRanges(ctx, leases)
-	if err != nil {
-		return CosmosDBLagEstimate{}, err
-	}
-	res := CosmosDBLagEstimate{Leases: make([]CosmosDBLeaseLag, len(leases))}
-	// Each reader takes the next lease: a goroutine per lease would grow a
-	// fresh stack through net/http and azcore for every read.
-	var mu sync.Mutex
-	next := 0
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		next++
-		return next - 1
-	}
+// attempt reads the leases and, as each page arrives, their positions,
+// cosmosDBReadConcurrency at a time; the limit holds back the query too. A
+// stale parent is an error before the final attempt. others are the lease
+// id parts of other containers first seen here, which only a fresh scope
+// may meet.
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (res CosmosDBLagEstimate, others []string, err error) {
+	var (
+		mu     sync.Mutex // guards res
+		ranges []cosmosDBPartitionKeyRange
+	)
 	g, gctx := errgroup.WithContext(ctx)
-	for range min(cosmosDBReadConcurrency, len(leases)) {
-		g.Go(func() error {
-			for i := take(); i < len(leases); i = take() {
-				lag, err := e.lag(gctx, leases[i], ranges)
+	g.SetLimit(1 + cosmosDBReadConcurrency) // the query and its reads
+	g.Go(func() error {
+		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
+			container, ok := scope.leaseContainer(doc.ID)
+			switch {
+			case !ok:
+				return nil
+			case !scope.ownsContainer(container):
+				if scope.others[container] || slices.Contains(others, container) {
+					return nil
+				}
+				if !fresh {
+					return fmt.Errorf("%w: lease %s names another container of processor %q", errCosmosDBContainerChanged, cosmosDBExcerpt(doc.ID), scope.processor)
+				}
+				others = append(others, container)
+				return nil
+			}
+			l, ok := doc.lease()
+			if !ok {
+				return nil
+			}
+			if l.EPK && ranges == nil {
+				var err error
+				if ranges, err = e.liveRanges(gctx); err != nil {
+					return err
+				}
+			}
+			ranges := ranges
+			g.Go(func() error {
+				lag, err := e.lag(gctx, l, ranges, scope.containerRID)
 				if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 					err = nil
 				}
 				if err != nil {
 					return err
 				}
-				res.Leases[i] = lag
-			}
+				mu.Lock()
+				defer mu.Unlock()
+				res.Leases = append(res.Leases, lag)
+				if lag.StaleParent {
+					res.StaleParents++
+				}
+				return nil
+			})
 			return nil
 		})
-	}
+	})
 	if err := g.Wait(); err != nil {
-		return CosmosDBLagEstimate{}, err
-	}
-	for _, l := range res.Leases {
-		if l.StaleParent {
-			res.StaleParents++
-		}
+		return CosmosDBLagEstimate{}, nil, err
 	}
 	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })
-	return res, nil
+	return res, others, nil
 }
 
-// liveRanges returns the monitored container's live ranges when an EPK
-// lease needs them: cached across polls, loaded before the readers start.
-func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context, leases []CosmosDBLease) ([]cosmosDBPartitionKeyRange, error) {
-	if !slices.ContainsFunc(leases, func(l CosmosDBLease) bool { return l.EPK }) {
-		return nil, nil
-	}
+// liveRanges returns the monitored container's live ranges, cached across
+// polls until a split or merge, or new RIDs.
+func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context) ([]cosmosDBPartitionKeyRange, error) {
 	e.mu.Lock()
 	ranges := e.ranges
 	e.mu.Unlock()
@@ -181,27 +220,41 @@ func (e *CosmosDBLagEstimator) liveRanges(ctx context.Context, leases []CosmosDB
 	return ranges, err
 }
 
-// resolveScope reads the RIDs the leases name the container by, once.
-func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (cosmosDBLeaseScope, error) {
-	e.mu.Lock()
-	cached := e.scope
-	e.mu.Unlock()
-	if cached != nil {
-		return *cached, nil
-	}
+// resolveScope reads the RIDs the leases name the container by, and keeps
+// them in place of any earlier ones, whose ranges it forgets.
+func (e *CosmosDBLagEstimator) resolveScope(ctx context.Context) (*cosmosDBLeaseScope, error) {
 	n := e.names
-	s := cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
+	s := &cosmosDBLeaseScope{processor: n.Processor, account: cosmosDBAccountName(e.data.endpoint.Hostname()), databaseID: n.Database, containerID: n.Container}
 	var err error
 	if s.databaseRID, err = e.readRID(ctx, "read database "+n.Database, "dbs", n.Database); err != nil {
-		return s, err
+		return nil, err
 	}
 	if s.containerRID, err = e.readRID(ctx, "read container "+n.Database+"/"+n.Container, "dbs", n.Database, "colls", n.Container); err != nil {
-		return s, err
+		return nil, err
 	}
 	e.mu.Lock()
-	e.scope = &s
+	e.scope, e.ranges = s, nil
 	e.mu.Unlock()
 	return s, nil
+}
+
+// remember adds the other containers a fresh scope met to the kept scope, if
+// it is still that one: a later poll meeting them reads no RIDs again.
+func (e *CosmosDBLagEstimator) remember(scope *cosmosDBLeaseScope, others []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.scope != scope {
+		return
+	}
+	kept := *scope // a new value: polls in flight hold the old one
+	kept.others = maps.Clone(scope.others)
+	if kept.others == nil {
+		kept.others = map[string]bool{}
+	}
+	for _, c := range others {
+		kept.others[c] = true
+	}
+	e.scope = &kept
 }
 
 func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, path ...string) (string, error) {

@@ -26,35 +26,49 @@ type cosmosDBLeaseScope struct {
 	processor, account        string
 	databaseRID, containerRID string
 	databaseID, containerID   string
+	others                    map[string]bool // other containers' id parts met since the RIDs were read; never changed once kept
+}
+
+// leaseContainer is the "{database}_{container}" part of a lease id of the
+// scope's processor on its account.
+func (s cosmosDBLeaseScope) leaseContainer(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, s.processor)
+	if !ok {
+		return "", false
+	}
+	host, rest, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
+	if !ok || cosmosDBAccountName(host) != s.account {
+		return "", false
+	}
+	at := strings.LastIndex(rest, "..") // tokens hold no '.'
+	if at <= 0 || at+2 == len(rest) {
+		return "", false
+	}
+	return rest[:at], true
+}
+
+// ownsContainer reports whether a lease id's container part names the
+// scope's container, by RIDs or by names.
+func (s cosmosDBLeaseScope) ownsContainer(container string) bool {
+	return (s.databaseRID != "" && s.containerRID != "" && container == s.databaseRID+"_"+s.containerRID) ||
+		(s.databaseID != "" && s.containerID != "" && container == s.databaseID+"_"+s.containerID)
 }
 
 // owns reports whether id is a lease of the scope.
 func (s cosmosDBLeaseScope) owns(id string) bool {
-	rest, ok := strings.CutPrefix(id, s.processor)
-	if !ok {
-		return false
-	}
-	host, container, ok := strings.Cut(rest, "_") // hosts and RIDs hold no '_'
-	if !ok || cosmosDBAccountName(host) != s.account {
-		return false
-	}
-	for _, names := range [][2]string{{s.databaseRID, s.containerRID}, {s.databaseID, s.containerID}} {
-		if token, ok := strings.CutPrefix(container, names[0]+"_"+names[1]+".."); ok && token != "" && names[0] != "" && names[1] != "" {
-			return true
-		}
-	}
-	return false
+	container, ok := s.leaseContainer(id)
+	return ok && s.ownsContainer(container)
 }
 
-// readCosmosDBLeases reads every page (of 1,000) of the documents whose id
-// starts with the processor name, and returns the scope's leases.
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container string, scope cosmosDBLeaseScope) (leases []CosmosDBLease, err error) {
+// readCosmosDBLeases reads every page (of up to 1,000) of the documents whose
+// id starts with the processor name, handing each to each as its page arrives.
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container, processor string, each func(cosmosDBLeaseDocument) error) error {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
-		"parameters": []map[string]string{{"name": "@processor", "value": scope.processor}},
+		"parameters": []map[string]string{{"name": "@processor", "value": processor}},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
 		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
@@ -63,19 +77,18 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},
 			"X-Ms-Max-Item-Count":                        {"1000"},
 		}}
-	err = c.sendPages(ctx, req, func(body []byte) error {
+	return c.sendPages(ctx, req, func(body []byte) error {
 		documents, err := decodeCosmosDBLeasePage(body)
 		if err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", req.operation, err)
 		}
 		for _, doc := range documents {
-			if l, ok := doc.lease(); ok && scope.owns(doc.ID) {
-				leases = append(leases, l)
+			if err := each(doc); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
-	return leases, err
 }
 
 // decodeCosmosDBLeasePage decodes a page's documents in one pass; when one
