@@ -6,13 +6,20 @@
 # selects runs -test.benchtime times (default 10x) in that invocation.
 #
 # Usage: hack/bench-walltime.sh [-n RUNS] [-b REGEXP] [-t BENCHTIME] BUILD...
-#   BUILD is a git revision of this repository (its ./tests/emulator/ is
-#   compiled from `git archive REV` in a temporary directory) or the path of a
-#   test binary already built (go test -c ./tests/emulator/).
+#   BUILD is a git revision of this repository or the path of a test binary
+#   already built (go test -c ./tests/emulator/). A revision's scaler is
+#   compiled from `git archive REV` in a temporary directory with the
+#   harness of this working tree: its pkg/cosmostest (the server) and
+#   tests/emulator/{main_test.go,poll_bench_test.go} (the benchmarks, which
+#   use only the scaler's constructor) replace the revision's, so every
+#   build runs the same benchmarks against the same server, shapes the
+#   revision did not have included.
 #   -n RUNS      runs per build (default 7)
-#   -b REGEXP    benchmarks (default: the 100- and 1,000-lease poll and floor)
+#   -b REGEXP    benchmarks (default: the 100- and 1,000-lease poll, with pages
+#                of 1,000 and of 100, and the floor)
 #   -t BENCHTIME -test.benchtime (default 10x)
 # e.g. hack/bench-walltime.sh 91e9981 HEAD
+#      hack/bench-walltime.sh -b '^BenchmarkCosmosDBPoll$/^leases=1000,page=100$' 91e9981 HEAD
 #      COSMOSDB_BENCH_LATENCY=10ms hack/bench-walltime.sh -n 5 old.test new.test
 #
 # Prints one line per run and benchmark (run, build, benchmark, ms/op, and
@@ -23,18 +30,18 @@
 # read the spreads, not one run.
 set -euo pipefail
 runs=7
-bench='^Benchmark(CosmosDBPoll|HTTPFloor)$/^leases=(100|1000)$'
+bench='^Benchmark(CosmosDBPoll|HTTPFloor)$/^leases=(100|1000)(,page=100)?$'
 benchtime=10x
 while getopts 'n:b:t:' opt; do
 	case $opt in
 	n) runs=$OPTARG ;;
 	b) bench=$OPTARG ;;
 	t) benchtime=$OPTARG ;;
-	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,29p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,29p' "$0" >&2; exit 2; }
 
 root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
@@ -51,6 +58,9 @@ for build in "$@"; do
 	src="$work/src-$rev"
 	mkdir -p "$src"
 	git -C "$root" archive "$rev" | tar -x -C "$src"
+	rm -rf "$src/pkg/cosmostest" "$src"/tests/emulator/*_test.go
+	cp -r "$root/pkg/cosmostest" "$src/pkg/"
+	cp "$root/tests/emulator/main_test.go" "$root/tests/emulator/poll_bench_test.go" "$src/tests/emulator/"
 	echo "building $build ($rev) ..." >&2
 	(cd "$src" && go test -c -o "$work/$rev.test" ./tests/emulator/)
 	names+=("$rev")

@@ -36,6 +36,12 @@ type queryParameter = cosmossql.Param
 // cross-partition query the gateway leaves to the SDK's query pipeline.
 const subStatusCrossPartitionQueryNotServable = 1004
 
+// WithQueryPageLimit makes queries answer at most n documents a page,
+// whatever x-ms-max-item-count asks: a real container returns fewer than
+// asked when the results span physical partitions (a page or more each) or
+// reach the service's 4 MB page size.
+func WithQueryPageLimit(n int) Option { return func(c *config) { c.queryPageLimit = n } }
+
 func (h *Handler) queryReply(r *http.Request, dbID, collID string) *reply {
 	if ct := headerValue(r.Header, "Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/query+json") {
 		return badRequest("a query needs Content-Type application/query+json, got %q", ct)
@@ -55,6 +61,9 @@ func (h *Handler) queryReply(r *http.Request, dbID, collID string) *reply {
 	pageSize, rep := maxItemCount(r)
 	if rep != nil {
 		return rep
+	}
+	if limit := h.cfg.queryPageLimit; limit > 0 {
+		pageSize = min(pageSize, limit)
 	}
 	var cursor queryCursor
 	if tok := headerValue(r.Header, hdrClientContinuation); tok != "" {

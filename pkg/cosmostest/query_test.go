@@ -108,24 +108,36 @@ func TestQueryRejectsUnsupportedSQL(t *testing.T) {
 }
 
 func TestQueryPaging(t *testing.T) {
-	s := newTestServer(t)
-	c := s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 2)
-	for i := 0; i < 1250; i++ {
-		if _, err := c.Upsert(map[string]any{"id": fmt.Sprintf("lease-%04d", i)}); err != nil {
-			t.Fatal(err)
+	servers := map[int]*Server{} // by WithQueryPageLimit (0: none)
+	for _, limit := range []int{0, 100} {
+		var opts []Option
+		if limit > 0 {
+			opts = append(opts, WithQueryPageLimit(limit))
 		}
+		s := newTestServer(t, opts...)
+		c := s.Account.CreateDatabase("db").CreateContainer("leases", "/id", 2)
+		for i := 0; i < 1250; i++ {
+			if _, err := c.Upsert(map[string]any{"id": fmt.Sprintf("lease-%04d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		servers[limit] = s
 	}
 	for _, tc := range []struct {
 		maxItemCount string
+		pageLimit    int
 		pageSizes    []int
 	}{
-		{"", []int{100}},
-		{"-1", []int{100}},
-		{"10", []int{10}},
-		{"1000", []int{1000, 250}},
-		{"5000", []int{1000, 250}},
+		{"", 0, []int{100}},
+		{"-1", 0, []int{100}},
+		{"10", 0, []int{10}},
+		{"1000", 0, []int{1000, 250}},
+		{"5000", 0, []int{1000, 250}},
+		{"1000", 100, []int{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 50}}, // the server's limit wins
+		{"10", 100, []int{10}},
 	} {
-		t.Run("max="+tc.maxItemCount, func(t *testing.T) {
+		t.Run(fmt.Sprintf("max=%s,limit=%d", tc.maxItemCount, tc.pageLimit), func(t *testing.T) {
+			s := servers[tc.pageLimit]
 			var all []string
 			cont := ""
 			for page := 0; ; page++ {
@@ -151,7 +163,7 @@ func TestQueryPaging(t *testing.T) {
 			}
 		})
 	}
-	resp, raw := query(t, s, "SELECT * FROM c", nil, map[string]string{"x-ms-continuation": "garbage!"})
+	resp, raw := query(t, servers[0], "SELECT * FROM c", nil, map[string]string{"x-ms-continuation": "garbage!"})
 	wantStatus(t, resp, raw, http.StatusBadRequest)
 }
 

@@ -37,6 +37,7 @@ type config struct {
 	requestLog     int // entries kept; 0 keeps all
 	certificate    *tls.Certificate
 	partitionMerge bool // WithPartitionMerge (merge.go)
+	queryPageLimit int  // WithQueryPageLimit (query.go); 0: none
 }
 
 // Option configures a Server.

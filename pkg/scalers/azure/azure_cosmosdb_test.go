@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -12,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/go-logr/logr"
@@ -119,23 +122,28 @@ func testCosmosDBIsLogin(r testCosmosDBRecord) bool {
 // ranges ("0" [,80) and "1" [80,FF)), the lease query (one page per entry
 // of leasePages) and change feed reads (304 unless changeFeed answers).
 type testCosmosDBService struct {
-	leasePages [][]string
-	changeFeed func(h http.Header) (int, http.Header, string)
+	leasePages                [][]string
+	changeFeed                func(h http.Header) (int, http.Header, string)
+	databaseRID, containerRID string         // default testCosmosDBDatabaseRID, testCosmosDBContainerRID
+	beforePage                func(page int) // runs before a lease page is answered
 }
 
 func (s *testCosmosDBService) serve(req *http.Request) (int, http.Header, string) {
 	header := http.Header{}
 	switch p := req.URL.Path; {
 	case req.Method == http.MethodGet && p == "/dbs/db":
-		return http.StatusOK, header, `{"id":"db","_rid":"` + testCosmosDBDatabaseRID + `"}`
+		return http.StatusOK, header, `{"id":"db","_rid":"` + cmp.Or(s.databaseRID, testCosmosDBDatabaseRID) + `"}`
 	case req.Method == http.MethodGet && p == "/dbs/db/colls/items":
-		return http.StatusOK, header, `{"id":"items","_rid":"` + testCosmosDBContainerRID + `"}`
+		return http.StatusOK, header, `{"id":"items","_rid":"` + cmp.Or(s.containerRID, testCosmosDBContainerRID) + `"}`
 	case req.Method == http.MethodGet && p == "/dbs/db/colls/items/pkranges":
 		return http.StatusOK, header, `{"PartitionKeyRanges":[{"id":"0","minInclusive":"","maxExclusive":"80","parents":[]},{"id":"1","minInclusive":"80","maxExclusive":"FF","parents":[]}]}`
 	case req.Method == http.MethodPost && p == "/dbs/db/colls/leases/docs":
 		page := 0
 		if c := req.Header.Get("x-ms-continuation"); c != "" {
 			_, _ = fmt.Sscanf(c, "page-%d", &page)
+		}
+		if s.beforePage != nil {
+			s.beforePage(page)
 		}
 		var docs []string
 		if page < len(s.leasePages) {
@@ -157,13 +165,20 @@ func (s *testCosmosDBService) serve(req *http.Request) (int, http.Header, string
 func testCosmosDBEstimate(t *testing.T, service *testCosmosDBService) (CosmosDBLagEstimate, *testCosmosDBTransport, error) {
 	t.Helper()
 	tr := &testCosmosDBTransport{service: service}
-	data, leases, err := ResolveCosmosDBConnections(CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)}, tr, logr.Discard())
-	require.NoError(t, err)
-	estimator := NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr), CosmosDBContainers{
-		Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
-	})
+	estimator := testCosmosDBEstimator(t, tr)
 	estimate, err := estimator.Estimate(context.Background())
 	return estimate, tr, err
+}
+
+// testCosmosDBEstimator is the estimator of processor orders on db/items
+// with its leases in db/leases, with account keys, through tr.
+func testCosmosDBEstimator(t *testing.T, tr *testCosmosDBTransport) *CosmosDBLagEstimator {
+	t.Helper()
+	data, leases, err := ResolveCosmosDBConnections(CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey)}, tr, logr.Discard())
+	require.NoError(t, err)
+	return NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr), CosmosDBContainers{
+		Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
+	})
 }
 
 // testCosmosDBLeaseID is a lease id as the .NET SDK writes it for
@@ -763,4 +778,127 @@ func TestCosmosDBJavaStateEncodings(t *testing.T) {
 	}
 	_, ok := decodeCosmosDBJavaState("not base64 at all!")
 	assert.False(t, ok)
+}
+
+// A container deleted and created again under its names (a restore, a
+// redeploy) has new RIDs, and its processor writes new leases, maybe leaving
+// the old ones behind. The poll after it reads the RIDs again and counts
+// the new container's leases, never the old ones against the new feed.
+func TestCosmosDBRecreatedContainer(t *testing.T) {
+	const newDatabaseRID, newContainerRID, otherContainerRID = "Xk9bAA==", "Xk9bAMz1fQg=", "Xk9bAJ7wPhI="
+	lease := func(databaseRID, containerRID, token string, lsn int) string {
+		id := "ordersmyaccount.documents.azure.com_" + databaseRID + "_" + containerRID + ".." + token
+		return testCosmosDBJSON(t, map[string]any{"id": id, "LeaseToken": token, "ContinuationToken": fmt.Sprintf(`"%d"`, lsn)})
+	}
+	oldLeases := []string{lease(testCosmosDBDatabaseRID, testCosmosDBContainerRID, "0", 80), lease(testCosmosDBDatabaseRID, testCosmosDBContainerRID, "1", 80)}
+	newLeases := []string{lease(newDatabaseRID, newContainerRID, "0", 5), lease(newDatabaseRID, newContainerRID, "1", 5)}
+	// feed is a container whose ranges are at LSN current: a read from
+	// LSN n < current is answered with change n+1 (lag current-n), else 304.
+	// Only pages name the container (x-ms-content-path); a 304 does not.
+	feed := func(containerRID string, current int) func(http.Header) (int, http.Header, string) {
+		return func(h http.Header) (int, http.Header, string) {
+			var from int
+			_, _ = fmt.Sscanf(h.Get("If-None-Match"), `"%d"`, &from)
+			if from >= current {
+				return http.StatusNotModified, http.Header{}, ""
+			}
+			header := http.Header{"X-Ms-Session-Token": {fmt.Sprintf("0:-1#%d", current)}, "X-Ms-Content-Path": {containerRID}}
+			return http.StatusOK, header, fmt.Sprintf(`{"Documents":[{"_lsn":%d}]}`, from+1)
+		}
+	}
+	before := &testCosmosDBService{leasePages: [][]string{oldLeases}, changeFeed: feed(testCosmosDBContainerRID, 90)}
+	recreated := func(current int, pages ...[]string) *testCosmosDBService {
+		return &testCosmosDBService{leasePages: pages, changeFeed: feed(newContainerRID, current), databaseRID: newDatabaseRID, containerRID: newContainerRID}
+	}
+	tests := []struct {
+		name      string
+		after     *testCosmosDBService
+		wantLags  map[string]int64 // token: lag
+		wantReads int              // of the database's RID, over both polls
+	}{
+		{"leases recreated", recreated(20, newLeases), map[string]int64{"0": 15, "1": 15}, 2},
+		{"old leases left behind", recreated(20, append(slices.Clone(oldLeases), newLeases...)), map[string]int64{"0": 15, "1": 15}, 2},
+		{"old leases read first, new ones on the next page", recreated(20, oldLeases, newLeases), map[string]int64{"0": 15, "1": 15}, 2},
+		{"processor not restarted: the feed names the new container", recreated(100, oldLeases), map[string]int64{}, 2},
+		{"nothing recreated", before, map[string]int64{"0": 10, "1": 10}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &testCosmosDBTransport{service: before}
+			estimator := testCosmosDBEstimator(t, tr)
+			first, err := estimator.Estimate(context.Background())
+			require.NoError(t, err)
+			require.Len(t, first.Leases, 2)
+			assert.Equal(t, int64(10), first.Leases[0].Lag)
+
+			tr.service = tt.after
+			second, err := estimator.Estimate(context.Background())
+			require.NoError(t, err)
+			lags := map[string]int64{}
+			for _, l := range second.Leases {
+				lags[l.Token] = l.Lag
+			}
+			assert.Equal(t, tt.wantLags, lags)
+			assert.Len(t, tr.find(func(r testCosmosDBRecord) bool { return r.path == "/dbs/db" }), tt.wantReads, "reads of the database's RID")
+		})
+	}
+}
+
+// A lease container shared with the processor of another container holds
+// leases that name that container: known after the first poll, they make no
+// later poll read the RIDs again.
+func TestCosmosDBOtherContainersLeasesKeepTheRIDs(t *testing.T) {
+	other := testCosmosDBJSON(t, map[string]any{"id": "ordersmyaccount.documents.azure.com_" + testCosmosDBDatabaseRID + "_Dm0aAJ7wPhI=..0", "LeaseToken": "0", "ContinuationToken": `"1"`})
+	tr := &testCosmosDBTransport{service: &testCosmosDBService{leasePages: [][]string{{other, testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("0"), "LeaseToken": "0", "ContinuationToken": `"1"`})}}}}
+	estimator := testCosmosDBEstimator(t, tr)
+	for range 3 {
+		estimate, err := estimator.Estimate(context.Background())
+		require.NoError(t, err)
+		require.Len(t, estimate.Leases, 1)
+	}
+	assert.Len(t, tr.find(func(r testCosmosDBRecord) bool { return r.path == "/dbs/db/colls/items" }), 1, "reads of the container's RID")
+}
+
+// A change feed answered by another container than the RIDs just read name
+// (it was recreated during the poll) fails the poll: no value is better
+// than one from the wrong container.
+func TestCosmosDBChangeFeedFromAnotherContainerFailsThePoll(t *testing.T) {
+	_, _, err := testCosmosDBEstimate(t, &testCosmosDBService{
+		leasePages: [][]string{{testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("0"), "LeaseToken": "0", "ContinuationToken": `"1"`})}},
+		changeFeed: func(http.Header) (int, http.Header, string) {
+			return http.StatusOK, http.Header{"X-Ms-Session-Token": {"0:-1#5"}, "X-Ms-Content-Path": {"Xk9bAMz1fQg="}}, `{"Documents":[{"_lsn":2}]}`
+		},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the monitored container is not the one whose RIDs were read")
+	assert.Contains(t, err.Error(), "answered by container Xk9bAMz1fQg=")
+}
+
+// The change feed reads of a lease page start as the page arrives: the
+// service answers the second page only once a read of a first-page lease
+// has reached it, which a poll that waited for every page never sends.
+func TestCosmosDBReadsStartWithTheFirstLeasePage(t *testing.T) {
+	firstRead := make(chan struct{})
+	var once sync.Once
+	lease := func(token string) string {
+		return testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID(token), "LeaseToken": token, "ContinuationToken": `"1"`})
+	}
+	estimate, _, err := testCosmosDBEstimate(t, &testCosmosDBService{
+		leasePages: [][]string{{lease("0")}, {lease("1")}},
+		beforePage: func(page int) {
+			if page == 1 {
+				select {
+				case <-firstRead:
+				case <-time.After(10 * time.Second):
+					t.Error("no change feed read before the last lease page was asked for")
+				}
+			}
+		},
+		changeFeed: func(http.Header) (int, http.Header, string) {
+			once.Do(func() { close(firstRead) })
+			return http.StatusNotModified, http.Header{}, ""
+		},
+	})
+	require.NoError(t, err)
+	assert.Len(t, estimate.Leases, 2)
 }
