@@ -349,6 +349,15 @@ write_texts() {
 	rm -rf "$frag" && mkdir -p "$frag"
 	echo "$keda_version" >"$frag/KEDA_VERSION"
 	echo "$n_prs" >"$frag/TOTAL"
+	# The issue the series is proposed in: its number once opened
+	# (KEDA_ISSUE=1234), else its title (ISSUE.md's first heading).
+	if [ -n "${KEDA_ISSUE:-}" ]; then
+		echo "#${KEDA_ISSUE#\#}" >"$frag/ISSUE"
+	else
+		echo "the issue \"$(sed -n 's/^# //p' "$src/hack/pr/stack/ISSUE.md.tmpl" | head -n 1)\"" >"$frag/ISSUE"
+	fi
+	# How the overlap with #8088's author is settled.
+	echo "Before pull request 3 is opened, the sender asks #8088's author on that issue whether they would rather open it themselves from this branch, co-author it (a \`Co-authored-by\` trailer on its commit) or review it, and follows their answer." >"$frag/OVERLAP"
 	echo "$docs_page" >"$frag/DOCS_PAGE"
 	{
 		echo "The scaler's reference page, \`$docs_page\` of kedacore/keda-docs, is in the docs pull request made from \`keda-docs.patch\`${docs_on:+ (based on $docs_on)}; it describes the scaler as the last pull request of the series leaves it."
@@ -1078,8 +1087,7 @@ else
 	pr_head=()
 	for ((k = 0; k < n_prs; k++)); do
 		d=$src/hack/pr/stack/${stack_names[k]}
-		[ "$series" = single ] && k=$((n_prs - 1))
-		sync_pr "$k"
+		if [ "$series" = single ]; then sync_pr $((n_prs - 1)); else sync_pr "$k"; fi
 		if [ "$k" -eq 0 ] && [ -f "$d/commit-2.txt" ]; then
 			# The first pull request: the scaler, then its e2e suites.
 			run "git-add-$((k + 1)).log" git add -A -f -- . ':!tests'
@@ -1088,7 +1096,6 @@ else
 			(cd "$scratch" && git diff --cached --quiet) && fail "no e2e suite to commit"
 			git_as_author commit -q -s -F "$d/commit-2.txt" >>"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
 		else
-			[ "$series" = single ] && d=$src/hack/pr/stack/${stack_names[0]}
 			run "git-add-$((k + 1)).log" git add -A -f
 			(cd "$scratch" && git diff --cached --quiet) && fail "${stack_names[k]} changes nothing"
 			git_as_author commit -q -s -F "$d/commit-1.txt" >"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
