@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Drops this repository's azure-cosmosdb scaler into a fresh copy of KEDA's
 # source and proves it builds, lints and passes its tests there; or writes the
-# change as the pull request KEDA would get.
+# change as the stack of pull requests KEDA would get.
 #
 #   hack/intree.sh          copy, replace; go vet; build operator + adapter; KEDA's
 #                           pinned golangci-lint with KEDA's .golangci.yml on the
 #                           packages we touch; our unit tests; all of KEDA's tests of
 #                           those packages beside ours; go vet -tags e2e of the suites
 #                           (make intree)
-#   hack/intree.sh patch    copy, replace, then write the pull request into PATCH_DIR:
-#                           a git format-patch series of three commits, PULL_REQUEST.md,
-#                           SECURITY_REPORT.md and keda-docs.patch; print and check their
-#                           sizes; git am the series onto a fresh copy of KEDA and build
-#                           each commit (make intree-patch)
+#   hack/intree.sh patch    copy, replace, then write the stack of pull requests into
+#                           PATCH_DIR: one folder per pull request, in order (its
+#                           git format-patch commits and PULL_REQUEST.md), ISSUE.md,
+#                           keda-docs.patch and, with hack/advisory.sh, the private
+#                           advisory folder; check each pull request's size; git am
+#                           them in order onto a fresh copy of KEDA and check each
+#                           head as make intree does (make intree-patch)
+#   hack/intree.sh stack    regenerate the stack's diffs after the code changed (a
+#                           merge, a rebase): see "The stack" below
+#   hack/intree.sh stack-write
+#                           finish a regeneration stopped by a conflict (below)
 #   hack/intree.sh author   check the series' author (INTREE_AUTHOR, else git config) as
 #                           make intree-patch does, print it, and exit
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
@@ -43,28 +49,35 @@
 # file), or that would need a requirement KEDA's go.mod does not have, fails
 # the run.
 #
-# The series ("patch"), each commit building on its own:
-#   1. the scaler, its unit tests and the generated schema, without the endpoint
-#      rule (hack/intree-commit-message.txt)
-#   2. the endpoint rule: where an account key or Entra ID token given apart from
-#      its endpoint may be sent (hack/intree-commit-message-endpoint.txt)
-#   3. the e2e suites and their helper (hack/intree-commit-message-e2e.txt)
-# Commit 2 is hack/pr/endpoint-rule.diff, a git diff in this repository's paths
-# (which are KEDA's) holding exactly the rule: the copied files (the final ones)
-# get it reversed with git apply -R for commit 1 (a diff that does not apply
-# fails the run), and forward again for commit 2. It touches only copied files
-# under pkg/; its import paths are rewritten as the files are. Regenerate it
-# whenever the rule or the lines around it change (tests/repo checks that it
-# still applies in reverse to the working tree), from a tree where the rule is
-# committed and nothing else under pkg/scalers is uncommitted: delete the rule
-# from the working tree (its files, its call lines, its test cases) so that
-# the tree builds and go test ./pkg/scalers/... passes, then
-#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff
-#   git checkout -- pkg/scalers && git apply -R --check hack/pr/endpoint-rule.diff
-# The rule is a security fix: SECURITY_REPORT.md (from
-# hack/pr/SECURITY_REPORT.md.tmpl) is the private report to KEDA's maintainers,
-# which KEDA's SECURITY.md asks for; PULL_REQUEST.md and the commit messages
-# only say that the rule is tightened and that details were reported privately.
+# The stack ("patch"): KEDA takes one pull request at a time. hack/pr/stack/series
+# lists them in order, each with its directory hack/pr/stack/NAME (commit-1.txt,
+# commit-2.txt ...: its commit messages; PULL_REQUEST.md.tmpl) and its diff, the
+# change from the pull request before it, a git diff in this repository's paths
+# (which are KEDA's), touching in-tree files only. The first pull request has
+# no diff: it is what the others, reversed from the last to the second, leave of
+# the working tree; the last is the endpoint rule, hack/pr/endpoint-rule.diff,
+# kept up to date on its own (its procedure: delete the rule from the working
+# tree so that it builds and its tests pass, then
+#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff).
+# make intree-patch rebuilds each pull request's tree that way, copies it into
+# KEDA (import paths rewritten, the schema regenerated) and commits it; the
+# first pull request's commits are the scaler with its unit tests, then the e2e
+# suites. tests/repo checks that every diff applies.
+#
+# Regenerating the stack after the code changed: commit the change, then
+#   hack/intree.sh stack
+# It rebuilds the trees as the stack was last committed (the commit that last
+# changed hack/pr/stack), takes the working tree less the endpoint rule, and
+# replays each older pull request's removal onto it with git cherry-pick (a
+# three-way merge); then it writes the diffs and checks that they apply. A
+# removal that conflicts stops it: in $INTREE_DIR/new (default
+# /tmp/keda-intree-stack/new) each commit is the tree of the pull request it
+# names; resolve the files so, git add, git cherry-pick --continue, then
+#   hack/intree.sh stack-write
+# Check each pull request's tree before committing the diffs (its unit tests
+# pass, nothing of a later one is left), then commit hack/pr/stack. To move a
+# change from one pull request to another, edit the trees the same way (git
+# rebase -i in $INTREE_DIR/new) and run stack-write.
 #
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
@@ -100,12 +113,18 @@
 #                       DCO check needs the sender's real one; hack/intree.sh author runs
 #                       that check alone. The scratch commit of KEDA's release that the
 #                       series is based on is not part of the series.
-#   INTREE_SERIES       split (default): the three commits above; single: one commit with
-#                       hack/intree-commit-message.txt (only with PATCH alone, for local
-#                       e2e runs: the pull request needs the endpoint rule on its own)
-#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, go vet every commit
-#                       and run our unit tests at the commits that change pkg/;
-#                       am (default with only PATCH): git am and compare the trees only
+#   INTREE_SERIES       split (default): the stack; single: the last pull request's
+#                       tree in one pull request's commits (only with PATCH alone, for
+#                       local e2e runs)
+#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, each pull
+#                       request's head gets make intree's checks (go vet, the operator
+#                       and adapter built, golangci-lint, our and KEDA's tests of the
+#                       packages, go vet -tags e2e), a commit inside a pull request go
+#                       vet and a build; am (default with only PATCH): git am and
+#                       compare the trees only
+#   INTREE_HEADS        the pull requests whose heads INTREE_VERIFY=build checks, by
+#                       number ("1 8"; default all)
+#   KEDA_ISSUE          the number of the kedacore/keda issue opened from ISSUE.md
 #   KEDA_DOCS_DIR       a kedacore/keda-docs clone (bare or not) to base keda-docs.patch on
 #                       and to check the page's relative links against; without it the
 #                       patch creates the page from nothing
@@ -114,13 +133,17 @@
 # sentences and its <!-- repo-only --> ... <!-- /repo-only --> spans left out;
 # a page that still names this repository's tools, or whose links or anchors
 # keda-docs cannot resolve, fails the run.
-# PULL_REQUEST.md is hack/pr/PULL_REQUEST.md.tmpl with its @@NAME@@ placeholders
-# filled; SECURITY_REPORT.md likewise from hack/pr/SECURITY_REPORT.md.tmpl.
-# Size limits (checked in "patch" with PATCH_DIR, reported otherwise; an
-# exceeded limit fails the run at the end, after everything is written):
-#   added lines: production Go under pkg/ 1,300; unit tests under pkg/ 2,500;
-#   tests/ 900; all 5,000
-#   PULL_REQUEST.md: 80 lines, HTML comments left out
+# Each PULL_REQUEST.md is its hack/pr/stack/NAME/PULL_REQUEST.md.tmpl with its
+# @@NAME@@ placeholders filled (a TODO left in one fails the run); ISSUE.md, the
+# issue proposing the series, from hack/pr/stack/ISSUE.md.tmpl (KEDA_ISSUE=N,
+# the issue's number once opened, makes the pull requests link it). The private
+# advisory is hack/advisory.sh's, when the tree has it (its header says what it
+# writes), into PATCH_DIR/advisory: for KEDA's maintainers, never public.
+# Size limits (checked in "patch" with PATCH_DIR; an exceeded limit fails the
+# run at the end, after everything is written):
+#   added production lines (non-test Go under pkg/): the first pull request
+#   1,000, each other 300
+#   each PULL_REQUEST.md: 80 lines, HTML comments left out
 #   the keda-docs page: 300 lines
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
