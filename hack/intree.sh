@@ -137,8 +137,8 @@
 # @@NAME@@ placeholders filled (a TODO left in one fails the run); ISSUE.md, the
 # issue proposing the series, from hack/pr/stack/ISSUE.md.tmpl (KEDA_ISSUE=N,
 # the issue's number once opened, makes the pull requests link it). The private
-# advisory is hack/advisory.sh's, when the tree has it (its header says what it
-# writes), into PATCH_DIR/advisory: for KEDA's maintainers, never public.
+# advisory is hack/advisory.sh's (hack/advisory.sh write PATCH_DIR/advisory), when
+# the tree has it: for KEDA's maintainers, never public.
 # Size limits (checked in "patch" with PATCH_DIR; an exceeded limit fails the
 # run at the end, after everything is written):
 #   added production lines (non-test Go under pkg/): the first pull request
@@ -442,7 +442,7 @@ write_texts() {
 	echo "    $patch_dir/ISSUE.md ($(wc -l <"$patch_dir/ISSUE.md") lines): the issue proposing the series, to open before the first pull request"
 	# The private advisory (KEDA's SECURITY.md: reported privately first).
 	if [ -x "$src/hack/advisory.sh" ]; then
-		(cd "$src" && ADVISORY_DIR="$patch_dir/advisory" INTREE_AUTHOR="$author_name <$author_email>" KEDA_VERSION="$keda_version" hack/advisory.sh "$patch_dir/advisory") >"$logdir/advisory.log" 2>&1 || {
+		(cd "$src" && KEDA_VERSION="$keda_version" hack/advisory.sh write "$patch_dir/advisory") >"$logdir/advisory.log" 2>&1 || {
 			tail -n 30 "$logdir/advisory.log" >&2
 			fail "hack/advisory.sh (log: $logdir/advisory.log)"
 		}
