@@ -389,7 +389,9 @@ write_texts() {
 	# The series, for ISSUE.md and each pull request.
 	for ((k = 0; k < n_prs; k++)); do
 		read -r sp su se so <"$logdir/size-$((k + 1))"
-		echo "$((k + 1)). $(cd "$scratch" && git log -1 --format=%s "${pr_head[k]}" | sed 's/^/**/; s/$/**/') — production +$sp, unit tests +$su, e2e +$se lines"
+		from=$base
+		[ "$k" -gt 0 ] && from=${pr_head[k - 1]}
+		echo "$((k + 1)). $(cd "$scratch" && git log --reverse --format=%s "$from..${pr_head[k]}" | head -n 1 | sed 's/^/**/; s/$/**/') — production +$sp, unit tests +$su, e2e +$se lines"
 	done >"$frag/SERIES"
 	for ((k = 0; k < n_prs; k++)); do
 		pr=$patch_dir/${stack_names[k]}/PULL_REQUEST.md
@@ -412,11 +414,16 @@ write_texts() {
 			n=$(echo "$names" | grep -c .)
 			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
 		done >"$frag/TESTS"
+		# A hunk inside a test names it in its header (git's funcname); a hunk
+		# that adds or removes a test function names that one instead.
 		(cd "$scratch" && git diff -U0 "$from" "${pr_head[k]}" -- 'pkg/*_test.go') | awk '
-			/^\+\+\+ b\// { file = substr($0, 7) }
-			/^@@ .* @@ func (Test|Fuzz)[A-Za-z0-9_]*\(/ { match($0, /func (Test|Fuzz)[A-Za-z0-9_]*/); t = substr($0, RSTART + 5, RLENGTH - 5); if (!seen[file SUBSEP t]++) list[file] = list[file] (list[file] ? ", " : "") t }
-			/^\+func (Test|Fuzz)[A-Za-z0-9_]*\(/ { match($0, /func (Test|Fuzz)[A-Za-z0-9_]*/); t = substr($0, RSTART + 5, RLENGTH - 5); if (!seen[file SUBSEP t]++) list[file] = list[file] (list[file] ? ", " : "") t }
-			END { for (f in list) printf "- `%s`: %s\n", f, list[f] }' | LC_ALL=C sort >"$frag/CHANGED_TESTS"
+			function add(t) { if (t != "" && !seen[file SUBSEP t]++) list[file] = list[file] (list[file] ? ", " : "") t }
+			function flush() { if (own) { split(own, ts, " "); for (i in ts) add(ts[i]) } else add(header); header = ""; own = "" }
+			function name(s) { match(s, /func (Test|Fuzz)[A-Za-z0-9_]*/); return substr(s, RSTART + 5, RLENGTH - 5) }
+			/^\+\+\+ b\// { flush(); file = substr($0, 7); next }
+			/^@@ / { flush(); if ($0 ~ /@@ func (Test|Fuzz)[A-Za-z0-9_]*\(/) header = name($0); next }
+			/^[-+]func (Test|Fuzz)[A-Za-z0-9_]*\(/ { own = own " " name($0) }
+			END { flush(); for (f in list) printf "- `%s`: %s\n", f, list[f] }' | LC_ALL=C sort >"$frag/CHANGED_TESTS"
 		[ -s "$frag/CHANGED_TESTS" ] || echo "- none" >"$frag/CHANGED_TESTS"
 		checked=$logdir/checked-$((k + 1))
 		{
