@@ -16,13 +16,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,16 +27,16 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	kedautil "github.com/kedacore/keda/v2/pkg/util"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/check"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/demo"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/serve"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/tune"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/validate"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/excerpt"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/version"
-	kedautil "github.com/kedacore/keda/v2/pkg/util"
-)
-
-// Exit codes shared by every subcommand.
-const (
-	exitOK      = 0
-	exitFailed  = 1 // the estimate (or the demo) failed at run time
-	exitBadArgs = 2 // flags, files or trigger configuration are invalid
 )
 
 // command is one subcommand.
@@ -50,11 +47,11 @@ type command struct {
 }
 
 var commands = []command{
-	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", runDemo},
-	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", runCheck},
-	{"tune", "measure what one replica drains and recommend changeFeedLagThreshold for a latency budget", runTune},
-	{"validate", "check the azure-cosmosdb triggers of manifests offline with the scaler's own validation", runValidate},
-	{"serve", "run the embedded Cosmos DB server for other processes, with a control API for tests", runServe},
+	{"demo", "simulate a change feed processor scaled by KEDA on an embedded Cosmos DB server", demo.Run},
+	{"check", "estimate the lag of a ScaledObject's azure-cosmosdb trigger, lease by lease", check.Run},
+	{"tune", "measure what one replica drains and recommend changeFeedLagThreshold for a latency budget", tune.Run},
+	{"validate", "check the azure-cosmosdb triggers of manifests offline with the scaler's own validation", validate.Run},
+	{"serve", "run the embedded Cosmos DB server for other processes, with a control API for tests", serve.Run},
 }
 
 func main() {
@@ -62,7 +59,7 @@ func main() {
 	// (--http-max-idle-conns-per-host), so concurrent lease reads reuse connections.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
 		fmt.Fprintln(os.Stderr, "cosmoslag:", err)
-		os.Exit(exitFailed)
+		os.Exit(cli.ExitFailed)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -80,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	discardScalerLogs.Do(func() { logf.SetLogger(logr.Discard()) })
 	if len(args) == 0 {
 		usage(stderr)
-		return exitBadArgs
+		return cli.ExitBadArgs
 	}
 	switch args[0] {
 	case "help":
@@ -92,16 +89,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt.Of(args[1]))
 			usage(stderr)
-			return exitBadArgs
+			return cli.ExitBadArgs
 		}
 		usage(stdout)
-		return exitOK
+		return cli.ExitOK
 	case "-h", "-help", "--help":
 		usage(stdout)
-		return exitOK
+		return cli.ExitOK
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, "cosmoslag", version.String())
-		return exitOK
+		return cli.ExitOK
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -110,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "cosmoslag: unknown command %q\n\n", excerpt.Of(args[0]))
 	usage(stderr)
-	return exitBadArgs
+	return cli.ExitBadArgs
 }
 
 func usage(w io.Writer) {
@@ -126,79 +123,4 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "cosmoslag <command> --help" or "cosmoslag help <command>" for the flags of a command,`)
 	fmt.Fprintln(w, `"cosmoslag --version" for the version.`)
-}
-
-// parseFlags parses a subcommand's flags. --help prints usage on stdout
-// (exit 0); a bad flag prints the flag package's message and a hint on
-// stderr (exit 2), as does a positional argument. ok is false when the
-// command must stop with code.
-func parseFlags(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		usage(stdout)
-		return exitOK, false
-	case err != nil:
-		fmt.Fprintf(stderr, "Run \"%s --help\" for usage.\n", fs.Name())
-		return exitBadArgs, false
-	case fs.NArg() > 0:
-		// No subcommand takes positional arguments.
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), excerpt.Of(fs.Arg(0)))
-		return exitBadArgs, false
-	}
-	return exitOK, true
-}
-
-// usageWith is a command's usage: its help text, then its flags.
-func usageWith(fs *flag.FlagSet, help string) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprint(w, help)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-}
-
-// parseFlagsJSON is parseFlags for a command with -o json: when the flags
-// are invalid and the arguments ask for JSON, standard output holds one
-// document with the first line of the error.
-func parseFlagsJSON(fs *flag.FlagSet, usage func(io.Writer), args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	var flagErrors strings.Builder
-	if code, ok := parseFlags(fs, usage, args, stdout, io.MultiWriter(stderr, &flagErrors)); !ok {
-		if code != exitOK && jsonRequested(args) {
-			_ = writeJSON(stdout, checkFailure{Error: strings.TrimSpace(strings.SplitN(flagErrors.String(), "\n", 2)[0]), ExitCode: code})
-		}
-		return code, false
-	}
-	return exitOK, true
-}
-
-// parseCommand parses the flags of a command with -o json (check, tune)
-// and checks their values with problem; bad then refuses what is found
-// wrong later. ok is false when the command must stop with code.
-func parseCommand(command string, fs *flag.FlagSet, usage func(io.Writer), args []string, output *string, problem func() string,
-	stdout, stderr io.Writer) (bad func(format string, a ...any) int, code int, ok bool) {
-	if code, ok := parseFlagsJSON(fs, usage, args, stdout, stderr); !ok {
-		return nil, code, false
-	}
-	bad = badArgs(command, output, stdout, stderr, func(msg string) any { return checkFailure{Error: msg, ExitCode: exitBadArgs} })
-	if msg := problem(); msg != "" {
-		return nil, bad("%s", msg), false
-	}
-	return bad, exitOK, true
-}
-
-// badArgs is how a command with -o json refuses invalid flags, files or
-// configuration: the message on stderr and, when *output is json, the
-// document doc makes of it on stdout; exit status 2.
-func badArgs(command string, output *string, stdout, stderr io.Writer, doc func(msg string) any) func(format string, a ...any) int {
-	return func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "cosmoslag %s: %s\n", command, msg)
-		if *output == "json" {
-			_ = writeJSON(stdout, doc(msg))
-		}
-		return exitBadArgs
-	}
 }

@@ -91,8 +91,8 @@
 //     the plan's rewritten query on each range and merge. Cross-partition
 //     queries need x-ms-documentdb-query-enablecrosspartition when the
 //     container has more than one range. Results are paged by
-//     x-ms-max-item-count (absent or -1: 100, at most 1000) with an opaque
-//     x-ms-continuation. The JavaScript SDK (@azure/cosmos 4.10.1) and
+//     x-ms-max-item-count (absent or -1: 100, at most 1000, or fewer with
+//     WithQueryPageLimit) with an opaque x-ms-continuation. The JavaScript SDK (@azure/cosmos 4.10.1) and
 //     Debian's Python SDK (3.1.1) are run against this server in tests/sdk.
 //   - Topology: Split divides a range at the midpoint of its EPK span into two
 //     children with new ids whose LSNs start at the parent's; Merge joins two

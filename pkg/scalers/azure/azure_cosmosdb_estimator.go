@@ -142,9 +142,11 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 // stale parent is an error before the final attempt. others are the lease
 // id parts of other containers first seen here, which only a fresh scope
 // may meet.
-func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (res CosmosDBLagEstimate, others []string, err error) {
+func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (CosmosDBLagEstimate, []string, error) {
 	var (
 		mu     sync.Mutex // guards res
+		res    CosmosDBLagEstimate
+		others []string // only the query's goroutine writes it
 		ranges []cosmosDBPartitionKeyRange
 	)
 	g, gctx := errgroup.WithContext(ctx)

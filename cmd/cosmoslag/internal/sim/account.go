@@ -1,0 +1,9 @@
+package sim
+
+const (
+	DemoDatabase       = "shop"
+	DemoContainer      = "orders"
+	DemoLeaseContainer = "leases"
+	DemoProcessor      = "order-projector"
+	demoHotKey         = "tenant-hot"
+)

@@ -1,0 +1,248 @@
+//go:build e2elocal
+
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const checkNamespace = "cosmoslag-check-e2e"
+
+// Two ScaledObjects on their own database for cosmoslag check's cluster
+// form: "check-agree" reads the account with its connection string,
+// "check-badkey" with a wrong key (its Deployment starts at one replica, so
+// the HPA is running when KEDA's fallback applies). No scale-down
+// stabilization, so the HPA's desired count follows the metric at once.
+const checkManifests = `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: {{.Namespace}}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: cosmosdb
+  namespace: {{.Namespace}}
+type: Opaque
+stringData:
+  connection: "{{.Connection}}"
+  wrongKey: "{{.WrongKey}}"
+  endpoint: "{{.Endpoint}}"
+  cloud: Private
+---
+apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmosdb-connection
+  namespace: {{.Namespace}}
+spec:
+  secretTargetRef:
+  - {parameter: connection, name: cosmosdb, key: connection}
+---
+apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata:
+  name: cosmosdb-wrong-key
+  namespace: {{.Namespace}}
+spec:
+  secretTargetRef:
+  - {parameter: cosmosDBKey, name: cosmosdb, key: wrongKey}
+  - {parameter: endpoint, name: cosmosdb, key: endpoint}
+  - {parameter: cloud, name: cosmosdb, key: cloud}
+{{range .Targets}}---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{.Name}}
+  namespace: {{$.Namespace}}
+spec:
+  replicas: {{.Replicas}}
+  selector:
+    matchLabels:
+      app: {{.Name}}
+  template:
+    metadata:
+      labels:
+        app: {{.Name}}
+    spec:
+      containers:
+      - name: processor
+        image: registry.invalid/placeholder:never-pulled
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{.Name}}
+  namespace: {{$.Namespace}}
+spec:
+  scaleTargetRef:
+    name: {{.Name}}
+  pollingInterval: 2
+  cooldownPeriod: 10
+  minReplicaCount: 0
+  maxReplicaCount: {{$.MaxReplicas}}
+  fallback:
+    failureThreshold: 3
+    replicas: {{$.FallbackReplicas}}
+  advanced:
+    horizontalPodAutoscalerConfig:
+      behavior:
+        scaleDown:
+          stabilizationWindowSeconds: 0
+  triggers:
+  - type: azure-cosmosdb
+    metadata:
+      databaseId: {{$.Database}}
+      containerId: {{$.Monitored}}
+      leaseDatabaseId: {{$.Database}}
+      leaseContainerId: {{$.Leases}}
+      processorName: {{$.Processor}}
+      changeFeedLagThreshold: "{{$.LagThreshold}}"
+      activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
+    authenticationRef:
+      name: {{.Auth}}
+{{end}}`
+
+// checkReportKEDA is the part of check's JSON document this test reads.
+type checkReportKEDA struct {
+	Metric   int64 `json:"metric"`
+	Replicas *struct {
+		Desired int32 `json:"desired"`
+	} `json:"replicas"`
+	KEDA *struct {
+		Agree           bool   `json:"agree"`
+		Verdict         string `json:"verdict"`
+		HPA             string `json:"hpa"`
+		DesiredReplicas *int32 `json:"desiredReplicas"`
+		Conditions      []struct {
+			Type, Status string
+		} `json:"conditions"`
+	} `json:"keda"`
+	Error string `json:"error"`
+}
+
+// kubectlCosmoslag runs "kubectl cosmoslag check ARGS" with cosmoslag built
+// as the kubectl plugin kubectl-cosmoslag, trusting the served account's
+// CA, with the test's kubeconfig.
+func kubectlCosmoslag(t *testing.T, plugin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"cosmoslag", "check"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"), "SSL_CERT_FILE="+os.Getenv("COSMOS_CA_FILE"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode(), out.String(), errOut.String()
+	}
+	if err != nil {
+		t.Fatalf("kubectl cosmoslag check: %v", err)
+	}
+	return 0, out.String(), errOut.String()
+}
+
+// cosmoslag check -n NAMESPACE SCALEDOBJECT against the real control plane,
+// as a kubectl plugin: where KEDA reads the account as check does, KEDA's
+// view and the estimate agree; where KEDA's key is wrong, KEDA is on its
+// fallback and check says they disagree (and, without the right key,
+// fails as KEDA's polls do, showing KEDA's view).
+func TestCosmoslagCheckReadsTheClusterBesideKEDA(t *testing.T) {
+	if os.Getenv("E2E_LOCAL_MODE") == "external" {
+		t.Skip("in-tree mode only")
+	}
+	ctx := context.Background()
+	account, err := cosmosAccountFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := newCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(t.TempDir(), "kubectl-cosmoslag")
+	if out, err := exec.Command("go", "build", "-o", plugin, "../../cmd/cosmoslag").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/cosmoslag: %v\n%s", err, out)
+	}
+
+	const db = "e2e-check"
+	items, _ := firstStart(ctx, t, account, db)
+	// 25 behind on one partition: metric min(25, 1 × 10) = 10, one replica.
+	if err := account.writeItems(ctx, db, monitored, items.Ranges[0].ID, 25); err != nil {
+		t.Fatal(err)
+	}
+	k.apply(t, checkManifests, manifestData{
+		Namespace: checkNamespace, Connection: account.connectionString(), Endpoint: account.endpoint,
+		WrongKey: strings.Repeat("A", 86) + "==",
+		Database: db, Monitored: monitored, Leases: leases, Processor: processorName,
+		LagThreshold: lagThreshold, ActivationLagThreshold: activationLagThreshold,
+		MaxReplicas: maxReplicas, FallbackReplicas: fallbackReplicas,
+		Targets: []scaleTarget{{Name: "check-agree", Auth: "cosmosdb-connection"}, {Name: "check-badkey", Replicas: 1, Auth: "cosmosdb-wrong-key"}},
+	})
+
+	t.Run("KEDA and the estimate agree", func(t *testing.T) {
+		k.waitReplicas(t, checkNamespace, "check-agree", 1, scaleTimeout)
+		var r checkReportKEDA
+		eventually(t, scaleTimeout, "the HPA reports the metric and check agrees", func() error {
+			code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-agree", "-o", "json")
+			r = checkReportKEDA{}
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.KEDA == nil || !r.KEDA.Agree {
+				return fmt.Errorf("exit %d, %v: %s\nstderr: %s", code, err, stdout, stderr)
+			}
+			return nil
+		})
+		if r.Metric != lagThreshold || r.KEDA.HPA != "keda-hpa-check-agree" || r.Replicas.Desired != 1 || *r.KEDA.DesiredReplicas != 1 {
+			t.Errorf("metric %d, desired %d, KEDA %+v; want metric %d, 1 replica both", r.Metric, r.Replicas.Desired, r.KEDA, lagThreshold)
+		}
+		code, table, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-agree")
+		if code != 0 || !strings.Contains(table, "KEDA's view\n") || !strings.Contains(table, "KEDA and this estimate: they agree: 1 desired replica(s)") {
+			t.Errorf("table: exit %d\n%s\nstderr: %s", code, table, stderr)
+		}
+		if strings.Contains(table+stderr, account.key) {
+			t.Error("the account key was printed")
+		}
+	})
+
+	t.Run("KEDA on its fallback: a wrong key", func(t *testing.T) {
+		k.waitReplicas(t, checkNamespace, "check-badkey", fallbackReplicas, scaleTimeout)
+		eventually(t, scaleTimeout, "the Fallback condition", func() error {
+			status, _, _, err := k.condition(ctx, checkNamespace, "check-badkey", "Fallback")
+			if err != nil || status != "True" {
+				return fmt.Errorf("Fallback %q, %v", status, err)
+			}
+			return nil
+		})
+		// With the right key, the estimate reads the lag KEDA cannot.
+		code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-badkey", "-o", "json", "--set", "cosmosDBKey="+account.key)
+		var r checkReportKEDA
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.KEDA == nil {
+			t.Fatalf("exit %d, %v: %s\nstderr: %s", code, err, stdout, stderr)
+		}
+		if r.KEDA.Agree || !strings.Contains(r.KEDA.Verdict, "they disagree: KEDA is using the ScaledObject's fallback") || r.Metric != lagThreshold {
+			t.Errorf("verdict %q (agree %v), metric %d; want a disagreement naming the fallback, metric %d", r.KEDA.Verdict, r.KEDA.Agree, r.Metric, lagThreshold)
+		}
+		// With the cluster's wrong key, the estimate fails as KEDA's polls
+		// do; KEDA's view is shown on stderr.
+		code, stdout, stderr = kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-badkey")
+		if code != 1 || !strings.Contains(stderr, "  Fallback   True") || !strings.Contains(stderr, "401") {
+			t.Errorf("wrong key: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if strings.Contains(stdout+stderr, account.key) || strings.Contains(stdout+stderr, strings.Repeat("A", 86)) {
+			t.Error("a key was printed")
+		}
+	})
+
+	t.Run("a missing ScaledObject is named", func(t *testing.T) {
+		code, _, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "no-such-object")
+		if want := "cosmoslag check: ScaledObject " + checkNamespace + "/no-such-object not found\n"; code != 2 || stderr != want {
+			t.Errorf("exit %d, stderr %q; want 2, %q", code, stderr, want)
+		}
+	})
+}
