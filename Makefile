@@ -48,7 +48,7 @@ intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA
 
 PATCH_DIR ?= /tmp/keda-pr
 AUTHOR ?=
-intree-patch: ## The pull request for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr), authored and signed off by AUTHOR="Name <email>" (default: git config user.name/user.email; a placeholder is refused): three signed-off commits (the scaler; the endpoint rule from hack/pr/endpoint-rule.diff; the e2e suites), PULL_REQUEST.md (at most 80 lines), SECURITY_REPORT.md (private, for KEDA's maintainers), keda-docs.patch (page at most 300 lines); size checks; git am onto a fresh KEDA and build each commit. PATCH=file: the series as one mbox too
+intree-patch: ## The stack of pull requests for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr), authored and signed off by AUTHOR="Name <email>" (default: git config user.name/user.email; a placeholder is refused): one folder per pull request in hack/pr/stack/series order (its patches and PULL_REQUEST.md), ISSUE.md, keda-docs.patch, the private advisory (hack/advisory.sh); size checks; git am them in order onto a fresh KEDA and check each head as make intree does. Regenerate the stack after a code change: hack/intree.sh stack
 	PATCH_DIR=$(PATCH_DIR) INTREE_AUTHOR="$(AUTHOR)" hack/intree.sh patch
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)

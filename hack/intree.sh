@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Drops this repository's azure-cosmosdb scaler into a fresh copy of KEDA's
 # source and proves it builds, lints and passes its tests there; or writes the
-# change as the pull request KEDA would get.
+# change as the stack of pull requests KEDA would get.
 #
 #   hack/intree.sh          copy, replace; go vet; build operator + adapter; KEDA's
 #                           pinned golangci-lint with KEDA's .golangci.yml on the
 #                           packages we touch; our unit tests; all of KEDA's tests of
 #                           those packages beside ours; go vet -tags e2e of the suites
 #                           (make intree)
-#   hack/intree.sh patch    copy, replace, then write the pull request into PATCH_DIR:
-#                           a git format-patch series of three commits, PULL_REQUEST.md,
-#                           SECURITY_REPORT.md and keda-docs.patch; print and check their
-#                           sizes; git am the series onto a fresh copy of KEDA and build
-#                           each commit (make intree-patch)
+#   hack/intree.sh patch    copy, replace, then write the stack of pull requests into
+#                           PATCH_DIR: one folder per pull request, in order (its
+#                           git format-patch commits and PULL_REQUEST.md), ISSUE.md,
+#                           keda-docs.patch and, with hack/advisory.sh, the private
+#                           advisory folder; check each pull request's size; git am
+#                           them in order onto a fresh copy of KEDA and check each
+#                           head as make intree does (make intree-patch)
+#   hack/intree.sh stack    regenerate the stack's diffs after the code changed (a
+#                           merge, a rebase): see "The stack" below
+#   hack/intree.sh stack-write
+#                           finish a regeneration stopped by a conflict (below)
 #   hack/intree.sh author   check the series' author (INTREE_AUTHOR, else git config) as
 #                           make intree-patch does, print it, and exit
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
@@ -43,28 +49,35 @@
 # file), or that would need a requirement KEDA's go.mod does not have, fails
 # the run.
 #
-# The series ("patch"), each commit building on its own:
-#   1. the scaler, its unit tests and the generated schema, without the endpoint
-#      rule (hack/intree-commit-message.txt)
-#   2. the endpoint rule: where an account key or Entra ID token given apart from
-#      its endpoint may be sent (hack/intree-commit-message-endpoint.txt)
-#   3. the e2e suites and their helper (hack/intree-commit-message-e2e.txt)
-# Commit 2 is hack/pr/endpoint-rule.diff, a git diff in this repository's paths
-# (which are KEDA's) holding exactly the rule: the copied files (the final ones)
-# get it reversed with git apply -R for commit 1 (a diff that does not apply
-# fails the run), and forward again for commit 2. It touches only copied files
-# under pkg/; its import paths are rewritten as the files are. Regenerate it
-# whenever the rule or the lines around it change (tests/repo checks that it
-# still applies in reverse to the working tree), from a tree where the rule is
-# committed and nothing else under pkg/scalers is uncommitted: delete the rule
-# from the working tree (its files, its call lines, its test cases) so that
-# the tree builds and go test ./pkg/scalers/... passes, then
-#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff
-#   git checkout -- pkg/scalers && git apply -R --check hack/pr/endpoint-rule.diff
-# The rule is a security fix: SECURITY_REPORT.md (from
-# hack/pr/SECURITY_REPORT.md.tmpl) is the private report to KEDA's maintainers,
-# which KEDA's SECURITY.md asks for; PULL_REQUEST.md and the commit messages
-# only say that the rule is tightened and that details were reported privately.
+# The stack ("patch"): KEDA takes one pull request at a time. hack/pr/stack/series
+# lists them in order, each with its directory hack/pr/stack/NAME (commit-1.txt,
+# commit-2.txt ...: its commit messages; PULL_REQUEST.md.tmpl) and its diff, the
+# change from the pull request before it, a git diff in this repository's paths
+# (which are KEDA's), touching in-tree files only. The first pull request has
+# no diff: it is what the others, reversed from the last to the second, leave of
+# the working tree; the last is the endpoint rule, hack/pr/endpoint-rule.diff,
+# kept up to date on its own (its procedure: delete the rule from the working
+# tree so that it builds and its tests pass, then
+#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff).
+# make intree-patch rebuilds each pull request's tree that way, copies it into
+# KEDA (import paths rewritten, the schema regenerated) and commits it; the
+# first pull request's commits are the scaler with its unit tests, then the e2e
+# suites. tests/repo checks that every diff applies.
+#
+# Regenerating the stack after the code changed: commit the change, then
+#   hack/intree.sh stack
+# It rebuilds the trees as the stack was last committed (the commit that last
+# changed hack/pr/stack), takes the working tree less the endpoint rule, and
+# replays each older pull request's removal onto it with git cherry-pick (a
+# three-way merge); then it writes the diffs and checks that they apply. A
+# removal that conflicts stops it: in $INTREE_DIR/new (default
+# /tmp/keda-intree-stack/new) each commit is the tree of the pull request it
+# names; resolve the files so, git add, git cherry-pick --continue, then
+#   hack/intree.sh stack-write
+# Check each pull request's tree before committing the diffs (its unit tests
+# pass, nothing of a later one is left), then commit hack/pr/stack. To move a
+# change from one pull request to another, edit the trees the same way (git
+# rebase -i in $INTREE_DIR/new) and run stack-write.
 #
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
@@ -100,12 +113,18 @@
 #                       DCO check needs the sender's real one; hack/intree.sh author runs
 #                       that check alone. The scratch commit of KEDA's release that the
 #                       series is based on is not part of the series.
-#   INTREE_SERIES       split (default): the three commits above; single: one commit with
-#                       hack/intree-commit-message.txt (only with PATCH alone, for local
-#                       e2e runs: the pull request needs the endpoint rule on its own)
-#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, go vet every commit
-#                       and run our unit tests at the commits that change pkg/;
-#                       am (default with only PATCH): git am and compare the trees only
+#   INTREE_SERIES       split (default): the stack; single: the last pull request's
+#                       tree in one pull request's commits (only with PATCH alone, for
+#                       local e2e runs)
+#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, each pull
+#                       request's head gets make intree's checks (go vet, the operator
+#                       and adapter built, golangci-lint, our and KEDA's tests of the
+#                       packages, go vet -tags e2e), a commit inside a pull request go
+#                       vet and a build; am (default with only PATCH): git am and
+#                       compare the trees only
+#   INTREE_HEADS        the pull requests whose heads INTREE_VERIFY=build checks, by
+#                       number ("1 8"; default all)
+#   KEDA_ISSUE          the number of the kedacore/keda issue opened from ISSUE.md
 #   KEDA_DOCS_DIR       a kedacore/keda-docs clone (bare or not) to base keda-docs.patch on
 #                       and to check the page's relative links against; without it the
 #                       patch creates the page from nothing
@@ -114,13 +133,17 @@
 # sentences and its <!-- repo-only --> ... <!-- /repo-only --> spans left out;
 # a page that still names this repository's tools, or whose links or anchors
 # keda-docs cannot resolve, fails the run.
-# PULL_REQUEST.md is hack/pr/PULL_REQUEST.md.tmpl with its @@NAME@@ placeholders
-# filled; SECURITY_REPORT.md likewise from hack/pr/SECURITY_REPORT.md.tmpl.
-# Size limits (checked in "patch" with PATCH_DIR, reported otherwise; an
-# exceeded limit fails the run at the end, after everything is written):
-#   added lines: production Go under pkg/ 1,300; unit tests under pkg/ 2,500;
-#   tests/ 900; all 5,000
-#   PULL_REQUEST.md: 80 lines, HTML comments left out
+# Each PULL_REQUEST.md is its hack/pr/stack/NAME/PULL_REQUEST.md.tmpl with its
+# @@NAME@@ placeholders filled (a TODO left in one fails the run); ISSUE.md, the
+# issue proposing the series, from hack/pr/stack/ISSUE.md.tmpl (KEDA_ISSUE=N,
+# the issue's number once opened, makes the pull requests link it). The private
+# advisory is hack/advisory.sh's (hack/advisory.sh write PATCH_DIR/advisory), when
+# the tree has it: for KEDA's maintainers, never public.
+# Size limits (checked in "patch" with PATCH_DIR; an exceeded limit fails the
+# run at the end, after everything is written):
+#   added production lines (non-test Go under pkg/): the first pull request
+#   1,000, each other 300
+#   each PULL_REQUEST.md: 80 lines, HTML comments left out
 #   the keda-docs page: 300 lines
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
@@ -132,9 +155,9 @@ set -uo pipefail
 
 mode=${1:-check}
 case "$mode" in
-check | patch | list | author) ;;
+check | patch | list | author | stack | stack-write) ;;
 *)
-	echo "usage: $0 [check|patch|list|author]" >&2
+	echo "usage: $0 [check|patch|list|author|stack|stack-write]" >&2
 	exit 2
 	;;
 esac
@@ -149,11 +172,10 @@ our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/
 	exit 1
 }
 
-# Size limits of the pull request, in added lines.
-limit_prod=1300
-limit_unit=2500
-limit_e2e=900
-limit_total=5000
+# Size limits of each pull request, in added production lines (non-test Go
+# under pkg/): the first, and each other.
+limit_prod_core=1000
+limit_prod_other=300
 # ... of PULL_REQUEST.md (lines, HTML comments left out) and of the docs page (lines).
 limit_pr_body=80
 limit_docs_page=300
@@ -223,6 +245,235 @@ check_sources() {
 		if [ -s "$s/$f" ] && [ -n "$(tail -c 1 "$s/$f")" ]; then echo "$f: no newline at the end of the file"; fi
 		if [ "$(tail -c 2 "$s/$f" | od -An -c | tr -d ' ')" = '\n\n' ]; then echo "$f: blank line at the end of the file"; fi
 	done
+}
+
+# read_series DIR: the stack of pull requests of the tree at DIR
+# (hack/pr/stack/series): stack_names, stack_diffs (index 0 is the first pull
+# request, whose diff is "-"), n_prs. Fails the run on a malformed series.
+read_series() {
+	local dir=$1 name diff rest k
+	stack_names=()
+	stack_diffs=()
+	[ -f "$dir/hack/pr/stack/series" ] || {
+		echo "no hack/pr/stack/series in $dir" >&2
+		exit 1
+	}
+	while read -r name diff rest; do
+		case "$name" in '' | '#'*) continue ;; esac
+		stack_names+=("$name")
+		stack_diffs+=("$diff")
+	done <"$dir/hack/pr/stack/series"
+	n_prs=${#stack_names[@]}
+	if [ "$n_prs" -lt 1 ] || [ "${stack_diffs[0]}" != - ]; then
+		echo "hack/pr/stack/series: the first pull request's DIFF must be -" >&2
+		exit 1
+	fi
+	for ((k = 0; k < n_prs; k++)); do
+		for f in commit-1.txt PULL_REQUEST.md.tmpl; do
+			[ -f "$dir/hack/pr/stack/${stack_names[k]}/$f" ] || {
+				echo "hack/pr/stack/series: no hack/pr/stack/${stack_names[k]}/$f" >&2
+				exit 1
+			}
+		done
+		if [ "$k" -gt 0 ] && [ ! -s "$dir/${stack_diffs[k]}" ]; then
+			echo "hack/pr/stack/series: ${stack_names[k]}: no diff ${stack_diffs[k]}" >&2
+			exit 1
+		fi
+	done
+}
+
+# stack_git DIR ARGS...: git in a stack repository, with a fixed identity.
+stack_git() {
+	local dir=$1
+	shift
+	(cd "$dir" && git -c user.name="stack" -c user.email="stack@keda.invalid" -c commit.gpgsign=false "$@")
+}
+
+# stack_trees SRC OUT LOG: OUT becomes a git repository of the in-tree files
+# of the tree at SRC (its first commit: the last pull request), then one
+# commit per earlier pull request, each the one after it with that one's diff
+# (stack_diffs, read from SRC) reversed. Sets stack_tree[K] and
+# stack_commit[K] (K = 0 the first pull request). Returns 1 with the reason in
+# stack_error when a diff does not apply in reverse or touches another file.
+stack_trees() {
+	local s=$1 out=$2 log=$3 k f
+	stack_error=""
+	rm -rf "$out" && mkdir -p "$out" || return 1
+	mapfile -t stack_files < <(select_files "$s" 2>/dev/null)
+	(cd "$s" && tar -cf - "${stack_files[@]}") | tar -xf - -C "$out" || {
+		stack_error="cannot copy the in-tree files of $s"
+		return 1
+	}
+	stack_git "$out" init -q && stack_git "$out" add -A && stack_git "$out" commit -q -m "${stack_names[n_prs - 1]}" || {
+		stack_error="git init in $out"
+		return 1
+	}
+	stack_commit[n_prs - 1]=$(stack_git "$out" rev-parse HEAD)
+	stack_tree[n_prs - 1]=$(stack_git "$out" rev-parse 'HEAD^{tree}')
+	for ((k = n_prs - 1; k >= 1; k--)); do
+		for f in $(cd "$out" && git apply --numstat "$s/${stack_diffs[k]}" 2>/dev/null | cut -f3); do
+			[[ "$f" =~ $in_tree_pattern ]] || {
+				stack_error="${stack_diffs[k]} changes $f, which is not an in-tree file"
+				return 1
+			}
+		done
+		stack_git "$out" apply -R "$s/${stack_diffs[k]}" >"$log/stack-reverse-$((k + 1)).log" 2>&1 || {
+			sed 's/^/    | /' "$log/stack-reverse-$((k + 1)).log" >&2
+			stack_error="${stack_diffs[k]} (pull request $((k + 1)), ${stack_names[k]}) does not apply in reverse to what the pull requests after it leave of the tree: it is out of date; regenerate the stack: hack/intree.sh stack"
+			return 1
+		}
+		stack_git "$out" add -A && stack_git "$out" commit -q --allow-empty -m "${stack_names[k - 1]}" || {
+			stack_error="git commit in $out"
+			return 1
+		}
+		stack_commit[k - 1]=$(stack_git "$out" rev-parse HEAD)
+		stack_tree[k - 1]=$(stack_git "$out" rev-parse 'HEAD^{tree}')
+	done
+	return 0
+}
+
+# The paths a stack diff may change (this repository's, which are KEDA's).
+in_tree_pattern='^(pkg/scalers/azure_cosmosdb_scaler(_test)?\.go|pkg/scalers/azure/azure_cosmosdb_[a-z0-9_]+\.go|tests/scalers/azure/azure_cosmosdb(_aad_wi)?/[^/]+|tests/scalers/azure/helper/CosmosDBHelper\.go)$'
+in_tree_pathspec=(':(glob)pkg/scalers/azure_cosmosdb_scaler*.go' ':(glob)pkg/scalers/azure/azure_cosmosdb_*.go' ':(exclude)pkg/scalers/azure/azure_cosmosdb_inspect.go' ':(exclude,glob)**/*_bench_test.go' 'tests/scalers/azure')
+
+# stack_write DIR: writes the stack's diffs from the git repository DIR,
+# whose HEAD is the first pull request's tree, HEAD~1 the second's, ...,
+# HEAD~(n-1) the last's (what hack/intree.sh stack makes). The last diff (the
+# endpoint rule, hack/pr/endpoint-rule.diff) is kept as it is: it is
+# regenerated on its own (its header's procedure) and must already be the
+# change between the last two trees.
+stack_write() {
+	local dir=$1 k
+	[ "$(stack_git "$dir" rev-list --count HEAD)" -ge "$n_prs" ] || {
+		echo "$dir holds fewer than $n_prs commits" >&2
+		return 1
+	}
+	for ((k = 1; k < n_prs; k++)); do
+		if [ "$k" -eq $((n_prs - 1)) ]; then
+			if ! stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" | diff -q - "$repo/${stack_diffs[k]}" >/dev/null &&
+				! (stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" | git apply --numstat - | sort) | diff -q - <(cd "$repo" && git apply --numstat "${stack_diffs[k]}" | sort) >/dev/null; then
+				echo "the last two trees differ by other lines than ${stack_diffs[k]} holds" >&2
+				return 1
+			fi
+			continue
+		fi
+		stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" >"$repo/${stack_diffs[k]}" || return 1
+		echo "    wrote ${stack_diffs[k]} ($(cd "$repo" && git apply --numstat "${stack_diffs[k]}" | awk '{a += $1; d += $2} END {printf "+%d -%d", a, d}'))"
+	done
+}
+
+# write_texts: each pull request's PULL_REQUEST.md (from
+# hack/pr/stack/NAME/PULL_REQUEST.md.tmpl), ISSUE.md (from
+# hack/pr/stack/ISSUE.md.tmpl), and the private advisory (hack/advisory.sh
+# when this tree has it), into patch_dir. Placeholders @@NAME@@ are filled
+# from fragments in $frag.
+write_texts() {
+	local k f n names tmpl
+	rm -rf "$frag" && mkdir -p "$frag"
+	echo "$keda_version" >"$frag/KEDA_VERSION"
+	echo "$n_prs" >"$frag/TOTAL"
+	# The issue the series is proposed in: its number once opened
+	# (KEDA_ISSUE=1234), else its title (ISSUE.md's first heading).
+	if [ -n "${KEDA_ISSUE:-}" ]; then
+		echo "#${KEDA_ISSUE#\#}" >"$frag/ISSUE"
+	else
+		echo "the issue \"$(sed -n 's/^# //p' "$src/hack/pr/stack/ISSUE.md.tmpl" | head -n 1)\"" >"$frag/ISSUE"
+	fi
+	# How the overlap with #8088's author is settled.
+	echo "Before pull request 3 is opened, the sender asks #8088's author on that issue whether they would rather open it themselves from this branch, co-author it (a \`Co-authored-by\` trailer on its commit) or review it, and follows their answer." >"$frag/OVERLAP"
+	echo "$docs_page" >"$frag/DOCS_PAGE"
+	{
+		echo "The scaler's reference page, \`$docs_page\` of kedacore/keda-docs, is in the docs pull request made from \`keda-docs.patch\`${docs_on:+ (based on $docs_on)}; it describes the scaler as the last pull request of the series leaves it."
+		[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
+	} >"$frag/DOCS"
+	# The series, for ISSUE.md and each pull request.
+	for ((k = 0; k < n_prs; k++)); do
+		read -r sp su se so <"$logdir/size-$((k + 1))"
+		from=$base
+		[ "$k" -gt 0 ] && from=${pr_head[k - 1]}
+		echo "$((k + 1)). $(cd "$scratch" && git log --reverse --format=%s "$from..${pr_head[k]}" | head -n 1 | sed 's/^/**/; s/$/**/') — production +$sp, unit tests +$su, e2e +$se lines"
+	done >"$frag/SERIES"
+	for ((k = 0; k < n_prs; k++)); do
+		pr=$patch_dir/${stack_names[k]}/PULL_REQUEST.md
+		from=$base
+		[ "$k" -gt 0 ] && from=${pr_head[k - 1]}
+		(cd "$scratch" && git log --reverse --format=%s "$from..${pr_head[k]}" | head -n 1) >"$frag/TITLE"
+		(cd "$scratch" && git log --reverse --format='%s' "$from..${pr_head[k]}") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
+		echo "$((k + 1))" >"$frag/NUMBER"
+		if [ "$k" -gt 0 ]; then
+			(cd "$scratch" && git log -1 --format=%s "${pr_head[k - 1]}") >"$frag/PREVIOUS"
+		else
+			echo "(none)" >"$frag/PREVIOUS"
+		fi
+		read -r sp su se so <"$logdir/size-$((k + 1))"
+		echo "production +$sp, unit tests +$su, e2e +$se lines" >"$frag/SIZE"
+		# The unit tests as this pull request leaves them, and those it adds or changes.
+		for f in "${all_tests[@]}"; do
+			(cd "$scratch" && git cat-file -e "${pr_head[k]}:$f" 2>/dev/null) || continue
+			names=$(cd "$scratch" && git show "${pr_head[k]}:$f" | grep -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' | sed 's/^func //; s/($//' | sort -u)
+			n=$(echo "$names" | grep -c .)
+			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
+		done >"$frag/TESTS"
+		# A hunk inside a test names it in its header (git's funcname); a hunk
+		# that adds or removes a test function names that one instead.
+		(cd "$scratch" && git diff -U0 "$from" "${pr_head[k]}" -- 'pkg/*_test.go') | awk '
+			function add(t) { if (t != "" && !seen[file SUBSEP t]++) list[file] = list[file] (list[file] ? ", " : "") t }
+			function flush() { if (own) { split(own, ts, " "); for (i in ts) add(ts[i]) } else add(header); header = ""; own = "" }
+			function name(s) { match(s, /func (Test|Fuzz)[A-Za-z0-9_]*/); return substr(s, RSTART + 5, RLENGTH - 5) }
+			/^\+\+\+ b\// { flush(); file = substr($0, 7); next }
+			/^@@ / { flush(); if ($0 ~ /@@ func (Test|Fuzz)[A-Za-z0-9_]*\(/) header = name($0); next }
+			/^[-+]func (Test|Fuzz)[A-Za-z0-9_]*\(/ { own = own " " name($0) }
+			END { flush(); for (f in list) printf "- `%s`: %s\n", f, list[f] }' | LC_ALL=C sort >"$frag/CHANGED_TESTS"
+		[ -s "$frag/CHANGED_TESTS" ] || echo "- none" >"$frag/CHANGED_TESTS"
+		checked=$logdir/checked-$((k + 1))
+		{
+			if [ -f "$checked" ]; then
+				echo "\`make intree-patch\` (kedacore/keda-cosmosdb-scaler) applied this pull request with \`git am\` on the ones before it, on a \`git init\` copy of KEDA $keda_version, and at its head ran \`go vet\`, built the operator and adapter, ran KEDA's pinned golangci-lint with KEDA's \`.golangci.yml\` (0 findings in the change), the unit tests above and all of KEDA's tests of \`pkg/scalers\` and \`pkg/scalers/azure\`, and \`go vet -tags e2e\` of the e2e suites; it adds no requirement to KEDA's \`go.mod\`."
+			else
+				echo "This pull request applies with \`git am\` on the ones before it, on KEDA $keda_version; it adds no requirement to KEDA's \`go.mod\`."
+			fi
+		} >"$frag/CHECKS"
+		for f in "$frag"/*; do
+			awk 'NF { if (blank) print ""; blank = 0; print; seen = 1; next } seen { blank = 1 }' "$f" >"$f.trim" && mv "$f.trim" "$f"
+		done
+		fill_template "$src/hack/pr/stack/${stack_names[k]}/PULL_REQUEST.md.tmpl" "$pr"
+		pr_body=$(perl -0 -p -e 's/^[ \t]*<!--(?:(?!-->).)*-->[ \t]*\n//gms; s/<!--.*?-->//gs' "$pr" | wc -l)
+		echo "    $pr ($pr_body lines without HTML comments, limit $limit_pr_body)"
+		if [ "$pr_body" -gt "$limit_pr_body" ]; then
+			deferred_failures+=("${stack_names[k]}/PULL_REQUEST.md: $pr_body lines without HTML comments, limit $limit_pr_body")
+		fi
+	done
+	tmpl=$src/hack/pr/stack/ISSUE.md.tmpl
+	[ -f "$tmpl" ] || fail "no hack/pr/stack/ISSUE.md.tmpl"
+	fill_template "$tmpl" "$patch_dir/ISSUE.md"
+	echo "    $patch_dir/ISSUE.md ($(wc -l <"$patch_dir/ISSUE.md") lines): the issue proposing the series, to open before the first pull request"
+	# The private advisory (KEDA's SECURITY.md: reported privately first).
+	if [ -x "$src/hack/advisory.sh" ]; then
+		(cd "$src" && KEDA_VERSION="$keda_version" hack/advisory.sh write "$patch_dir/advisory") >"$logdir/advisory.log" 2>&1 || {
+			tail -n 30 "$logdir/advisory.log" >&2
+			fail "hack/advisory.sh (log: $logdir/advisory.log)"
+		}
+		echo "    $patch_dir/advisory/ (hack/advisory.sh): $(ls "$patch_dir/advisory" | tr '\n' ' ')— private, for KEDA's maintainers, before the endpoint rule's pull request"
+	else
+		echo "    no hack/advisory.sh in this tree: the private advisory folder is not written"
+	fi
+}
+
+# fill_template TEMPLATE OUT: @@NAME@@ on a line of its own is replaced by
+# the fragment $frag/NAME; inline, by its first line.
+fill_template() {
+	[ -f "$1" ] || fail "no $1"
+	awk -v dir="$frag" '
+		/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
+			if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
+			print line; while ((getline line < f) > 0) print line; close(f); next }
+		{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
+				if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
+				close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
+		  print }' "$1" >"$2" || fail "${2##*/}: a placeholder of ${1#"$src"/} has no value"
+	grep -q '@@[A-Z_]*@@' "$2" && fail "${2##*/} still has placeholders: $(grep -o '@@[A-Z_]*@@' "$2" | sort -u | tr '\n' ' ')"
+	grep -n -E '\bTODO\b' "$2" >/dev/null && fail "${2##*/} says TODO: $(grep -n -E '\bTODO\b' "$2" | head -3)"
+	return 0
 }
 
 # The source tree: the working tree, or INTREE_REF's.
@@ -304,6 +555,70 @@ if [ "$mode" = list ]; then
 	[ -n "$files" ] && echo "$files"
 	[ -n "$src_tmp" ] && rm -rf "$src_tmp"
 	exit $status
+fi
+
+if [ "$mode" = stack ] || [ "$mode" = stack-write ]; then
+	# Regenerate the stack's diffs after the code changed (hack/pr/stack/series).
+	read_series "$repo"
+	work=${INTREE_DIR:-/tmp/keda-intree-stack}
+	if [ "$mode" = stack-write ]; then
+		stack_write "$work/new" || exit 1
+	else
+		if [ -e "$work" ] && [ ! -e "$work/.intree-stack" ]; then
+			echo "$work exists and was not made by $0; choose another INTREE_DIR" >&2
+			exit 1
+		fi
+		rm -rf "$work" && mkdir -p "$work/logs" && touch "$work/.intree-stack" || exit 1
+		# The trees as the stack was last written: the commit that last changed it.
+		old=$(cd "$repo" && git log -1 --format=%H -- hack/pr/stack)
+		[ -n "$old" ] || {
+			echo "no commit changes hack/pr/stack" >&2
+			exit 1
+		}
+		mkdir -p "$work/old-src" && (cd "$repo" && git archive "$old") | tar -x -C "$work/old-src" || exit 1
+		stack_trees "$work/old-src" "$work/old" "$work/logs" || {
+			echo "$stack_error (at $old, where the stack was last written)" >&2
+			exit 1
+		}
+		old_commit=("${stack_commit[@]}")
+		# The trees now: the working tree's in-tree files, less the last diff
+		# (the endpoint rule, kept up to date on its own), then each older
+		# removal replayed onto them (git cherry-pick: a three-way merge).
+		mkdir -p "$work/new" && cd "$work/new" && git init -q || exit 1
+		mapfile -t now_files < <(select_files "$repo")
+		(cd "$repo" && tar -cf - "${now_files[@]}") | tar -xf - -C "$work/new" || exit 1
+		stack_git "$work/new" add -A && stack_git "$work/new" commit -q -m "${stack_names[n_prs - 1]}" || exit 1
+		if [ "$n_prs" -gt 1 ]; then
+			stack_git "$work/new" apply -R "$repo/${stack_diffs[n_prs - 1]}" || {
+				echo "${stack_diffs[n_prs - 1]} does not apply in reverse to the working tree; regenerate it first (the header of $0 says how)" >&2
+				exit 1
+			}
+			stack_git "$work/new" add -A && stack_git "$work/new" commit -q --allow-empty -m "${stack_names[n_prs - 2]}" || exit 1
+		fi
+		stack_git "$work/new" fetch -q "$work/old" HEAD || exit 1
+		picks=()
+		for ((k = n_prs - 3; k >= 0; k--)); do picks+=("${old_commit[k]}"); done
+		if [ "${#picks[@]}" -gt 0 ] && ! stack_git "$work/new" cherry-pick --allow-empty "${picks[@]}" >"$work/logs/cherry-pick.log" 2>&1; then
+			cat "$work/logs/cherry-pick.log" >&2
+			cat >&2 <<MSG
+
+A pull request's removal does not replay cleanly onto the changed code. In
+$work/new: fix the conflicting files so that the tree is that pull request's
+(git status lists them; each commit there is "the tree of" the pull request it
+names), git add them, git cherry-pick --continue (again until done), then:
+  INTREE_DIR=$work hack/intree.sh stack-write
+MSG
+			exit 1
+		fi
+		stack_write "$work/new" || exit 1
+	fi
+	# The diffs just written must give the trees back.
+	stack_trees "$repo" "$work/check" "$work/logs" || {
+		echo "$stack_error" >&2
+		exit 1
+	}
+	echo "the stack's diffs apply in reverse, from the last to the second, to the working tree ($n_prs pull requests); commit hack/pr/stack"
+	exit 0
 fi
 
 if [ "$mode" = patch ]; then
@@ -590,9 +905,15 @@ done_step
 # Our packages, their test files, and KEDA's make golangci version.
 pkgs="./pkg/scalers ./pkg/scalers/azure"
 e2e_pkgs="./tests/scalers/azure/azure_cosmosdb ./tests/scalers/azure/azure_cosmosdb_aad_wi ./tests/scalers/azure/helper"
-mapfile -t our_tests < <(printf '%s\n' "${copied[@]}" | grep -E '^pkg/.*_test\.go$')
+mapfile -t all_tests < <(printf '%s\n' "${copied[@]}" | grep -E '^pkg/.*_test\.go$')
+our_tests=("${all_tests[@]}")
 
-if [ "$mode" = check ]; then
+# check_tree: vet, build, KEDA's golangci-lint, our unit tests and KEDA's
+# tests of the packages, in the KEDA tree at $scratch (the release commit is
+# $base). make intree runs it on the copied tree; make intree-patch on each
+# pull request's head. Our test files are those of $all_tests present there.
+check_tree() {
+	mapfile -t our_tests < <(cd "$scratch" && for f in "${all_tests[@]}"; do [ -f "$f" ] && echo "$f"; done)
 	# --- 3. Build, lint and test in KEDA's tree -------------------------------------
 	step "go vet ./pkg/scalers ./pkg/scalers/azure ./pkg/scaling (compiles with our files: no name collisions)"
 	# shellcheck disable=SC2086
@@ -744,6 +1065,10 @@ if [ "$mode" = check ]; then
 	run vet-e2e.log go vet -tags e2e $e2e_pkgs
 	done_step
 
+}
+
+if [ "$mode" = check ]; then
+	check_tree
 	if [ "${#deferred_failures[@]}" -gt 0 ]; then
 		step_name="(earlier steps)"
 		printf '    %s\n' "${deferred_failures[@]}" >&2
@@ -755,103 +1080,97 @@ if [ "$mode" = check ]; then
 		printf 'make intree passed on %s: golangci-lint %s (KEDA .golangci.yml) 0 findings; our unit tests %s passed; KEDA %s, in %ss\n' \
 			"$(date -u +%Y-%m-%dT%H:%MZ)" "$lint_version" "$passed" "$keda_version" "$(($(date +%s) - script_start))" >"$cache/passed/$tree"
 else
-	# --- 3. The pull request ------------------------------------------------------
-	step "commit the change as a series on KEDA $keda_version"
+	# --- 3. The pull requests: a stack KEDA takes one at a time --------------------
 	git_as_author() {
 		(cd "$scratch" && GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email \
 			GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
 			git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" "$@")
 	}
-	msg1=$src/hack/intree-commit-message.txt
-	msg_rule=$src/hack/intree-commit-message-endpoint.txt
-	msg2=$src/hack/intree-commit-message-e2e.txt
-	rule_diff=$src/hack/pr/endpoint-rule.diff
-	[ -f "$msg1" ] || fail "no $msg1"
-	if [ "$series" = split ]; then
-		[ -f "$msg_rule" ] || fail "no $msg_rule"
-		[ -f "$msg2" ] || fail "no $msg2"
-		[ -s "$rule_diff" ] || fail "no $rule_diff (the endpoint rule as a diff; how to make it: the header of $0)"
-		# The rule's diff with the copied files' import path rewrite.
-		rule=$logdir/endpoint-rule.diff
-		sed -e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" -e "s#\"$our_module/tests/#\"$keda_module/tests/#g" "$rule_diff" >"$rule"
-		rule_files=$(cd "$scratch" && git apply --numstat "$rule" 2>"$logdir/endpoint-rule-numstat.log" | cut -f3) ||
-			fail "hack/pr/endpoint-rule.diff is not a diff git apply reads (log: $logdir/endpoint-rule-numstat.log)"
-		[ -n "$rule_files" ] || fail "hack/pr/endpoint-rule.diff changes no file"
-		for f in $rule_files; do
-			case "$f" in pkg/*) ;; *) fail "hack/pr/endpoint-rule.diff changes $f: only copied files under pkg/" ;; esac
-			printf '%s\n' "${copied[@]}" | grep -q -x -F "$f" || fail "hack/pr/endpoint-rule.diff changes $f, which is not copied in-tree"
+	step "the stack's trees: hack/pr/stack/series, its diffs reversed from the last"
+	read_series "$src"
+	final_tree=$(cd "$scratch" && git add -A -f && git write-tree && git reset -q) || fail "git write-tree"
+	stack_dir=$scratch.stack
+	stack_trees "$src" "$stack_dir" "$logdir" || fail "$stack_error"
+	for ((k = 0; k < n_prs; k++)); do
+		echo "    $((k + 1)). ${stack_names[k]}: $(cd "$stack_dir" && git diff --shortstat "${stack_tree[k]}" "${stack_tree[n_prs - 1]}" | sed 's/^ *//') before the last"
+	done
+	done_step
+
+	step "commit the stack on KEDA $keda_version"
+	# sync_pr K: the scratch tree's in-tree files become pull request K's
+	# (import paths rewritten, imports re-sorted, the schema regenerated).
+	sync_pr() {
+		local k=$1 f
+		rm -f "$scratch"/pkg/scalers/azure_cosmosdb_*.go "$scratch"/pkg/scalers/azure/azure_cosmosdb_*.go "$scratch/tests/scalers/azure/helper/CosmosDBHelper.go"
+		rm -rf "$scratch"/tests/scalers/azure/azure_cosmosdb*
+		(cd "$stack_dir" && git archive "${stack_tree[k]}") | tar -x -C "$scratch" || fail "git archive of pull request $((k + 1))'s tree"
+		mapfile -t pr_files < <(cd "$stack_dir" && git ls-tree -r --name-only "${stack_tree[k]}" | grep '\.go$')
+		for f in "${pr_files[@]}"; do
+			sed -i -e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" -e "s#\"$our_module/tests/#\"$keda_module/tests/#g" "$scratch/$f"
 		done
-		# The final tree, to compare with the series' last commit.
-		final_tree=$(cd "$scratch" && git add -A -f && git write-tree && git reset -q) || fail "git write-tree"
-		# 1: the scaler, its unit tests, the generated schema: everything but
-		# tests/, without the endpoint rule.
-		(cd "$scratch" && git apply -R "$rule") >"$logdir/endpoint-rule-reverse.log" 2>&1 || {
-			sed 's/^/    | /' "$logdir/endpoint-rule-reverse.log" >&2
-			fail "hack/pr/endpoint-rule.diff does not apply in reverse to the copied files: it is out of date; regenerate it as the header of $0 says"
-		}
-		run git-add-1.log git add -A -f -- . ':!tests'
-		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
-		# 2: the endpoint rule.
-		(cd "$scratch" && git apply "$rule") >"$logdir/endpoint-rule-forward.log" 2>&1 || fail "git apply hack/pr/endpoint-rule.diff (log: $logdir/endpoint-rule-forward.log)"
-		run git-add-rule.log git add -A -f -- . ':!tests'
-		(cd "$scratch" && git diff --cached --quiet) && fail "hack/pr/endpoint-rule.diff changes nothing"
-		git_as_author commit -q -s -F "$msg_rule" >"$logdir/git-commit-rule.log" 2>&1 || fail "git commit (log: $logdir/git-commit-rule.log)"
-		rule_commit=$(cd "$scratch" && git rev-parse HEAD)
-		# 3: KEDA's two e2e suites and their helper.
-		run git-add-2.log git add -A -f
-		(cd "$scratch" && git diff --cached --quiet) && fail "no e2e suite to commit"
-		git_as_author commit -q -s -F "$msg2" >"$logdir/git-commit-2.log" 2>&1 || fail "git commit (log: $logdir/git-commit-2.log)"
-		[ "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" = "$final_tree" ] || fail "the series does not end in the copied files"
-		echo "    the endpoint rule (hack/pr/endpoint-rule.diff): $(echo $rule_files)"
-	else
-		run git-add.log git add -A -f
-		git_as_author commit -q -s -F "$msg1" >"$logdir/git-commit.log" 2>&1 || fail "git commit (log: $logdir/git-commit.log)"
-	fi
-	# Every commit of the series is the author's alone: author, committer and
-	# the only Signed-off-by.
+		(cd "$scratch" && gofmt -l "${pr_files[@]}" | xargs -r gofmt -w)
+		run "schema-$((k + 1)).log" go run ./schema/generate_scaler_schema.go --keda-version main \
+			--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
+			--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
+	}
+	(cd "$scratch" && git reset -q --hard "$base" && git clean -q -f -d -x) || fail "git reset of $scratch"
+	pr_head=()
+	for ((k = 0; k < n_prs; k++)); do
+		d=$src/hack/pr/stack/${stack_names[k]}
+		if [ "$series" = single ]; then sync_pr $((n_prs - 1)); else sync_pr "$k"; fi
+		if [ "$k" -eq 0 ] && [ -f "$d/commit-2.txt" ]; then
+			# The first pull request: the scaler, then its e2e suites.
+			run "git-add-$((k + 1)).log" git add -A -f -- . ':!tests'
+			git_as_author commit -q -s -F "$d/commit-1.txt" >"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
+			run "git-add-$((k + 1))-e2e.log" git add -A -f
+			(cd "$scratch" && git diff --cached --quiet) && fail "no e2e suite to commit"
+			git_as_author commit -q -s -F "$d/commit-2.txt" >>"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
+		else
+			run "git-add-$((k + 1)).log" git add -A -f
+			(cd "$scratch" && git diff --cached --quiet) && fail "${stack_names[k]} changes nothing"
+			git_as_author commit -q -s -F "$d/commit-1.txt" >"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
+		fi
+		pr_head[k]=$(cd "$scratch" && git rev-parse HEAD)
+		echo "    $((k + 1)). ${stack_names[k]}: $(cd "$scratch" && git log --format='%h %s' "${pr_base:-$base}..HEAD" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
+		pr_base=${pr_head[k]}
+		[ "$series" = single ] && break
+	done
+	[ "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" = "$final_tree" ] || fail "the stack does not end in the copied files"
 	others=$(cd "$scratch" && git log --format='%h %an <%ae>|%cn <%ce>|%(trailers:key=Signed-off-by,valueonly,separator=;)' "$base..HEAD" |
 		grep -v -x -F -f <(cd "$scratch" && git log --format="%h $author_name <$author_email>|$author_name <$author_email>|$author_name <$author_email>" "$base..HEAD"))
 	[ -n "$others" ] && fail "the series carries another identity than $author_name <$author_email>: $others"
 	(cd "$scratch" && git status --porcelain | grep -q .) && fail "files left out of the series: $(cd "$scratch" && git status --porcelain | head -5)"
-	(cd "$scratch" && git log --reverse --format='    %h %s' "$base..HEAD")
-	(cd "$scratch" && git -c core.quotepath=off diff --stat=100 "$base" HEAD) | sed 's/^/    /'
 	done_step
 
-	step "size of the pull request (added lines)"
-	numstat=$(cd "$scratch" && git -c core.quotepath=off diff --numstat "$base" HEAD)
-	size_report=$(printf '%s\n' "$numstat" | awk -v lp=$limit_prod -v lu=$limit_unit -v le=$limit_e2e -v lt=$limit_total '
-		function add(k) { a[k] += $1; d[k] += $2; n[k]++ }
-		{ if ($1 == "-") $1 = 0; if ($2 == "-") $2 = 0
-		  if ($3 ~ /^pkg\// && $3 ~ /\.go$/ && $3 !~ /_test\.go$/) add("prod")
-		  else if ($3 ~ /^pkg\// && $3 ~ /_test\.go$/) add("unit")
-		  else if ($3 ~ /^tests\//) add("e2e")
-		  else add("other")
-		  add("total") }
-		function row(k, label, limit) {
-			over = (limit > 0 && a[k] > limit)
-			printf "%-40s %5d files %+7d %7d  %s\n", label, n[k], a[k], -d[k], (limit > 0 ? sprintf("limit %5d  %s", limit, over ? "OVER" : "ok") : "")
-			if (over) bad++ }
-		END { printf "%-40s %11s %7s %7s\n", "", "", "added", "removed"
-		      row("prod", "production (non-test .go under pkg/)", lp)
-		      row("unit", "unit tests (_test.go under pkg/)", lu)
-		      row("e2e", "e2e (tests/)", le)
-		      row("other", "other (generated schema, ...)", 0)
-		      row("total", "everything", lt)
-		      exit (bad > 0) }')
-	size_status=$?
-	echo "$size_report" | sed 's/^/    /'
-	if [ "$size_status" -ne 0 ]; then
-		if [ -n "$patch_dir" ]; then
-			deferred_failures+=("size: over the limits (production $limit_prod, unit tests $limit_unit, tests/ $limit_e2e, all $limit_total)")
-			echo "    OVER THE LIMITS (the pull request is still written; the run fails at the end)"
-		else
-			echo "    over the limits (not checked without PATCH_DIR)"
+	step "size of each pull request (added lines)"
+	# pr_size K: "prod unit e2e other" added lines of pull request K.
+	pr_size() {
+		local from=$base
+		[ "$1" -gt 0 ] && from=${pr_head[$1 - 1]}
+		(cd "$scratch" && git -c core.quotepath=off diff --numstat "$from" "${pr_head[$1]}") | awk '
+			{ if ($1 == "-") $1 = 0
+			  if ($3 ~ /^pkg\// && $3 ~ /\.go$/ && $3 !~ /_test\.go$/) p += $1
+			  else if ($3 ~ /^pkg\// && $3 ~ /_test\.go$/) u += $1
+			  else if ($3 ~ /^tests\//) e += $1
+			  else o += $1 }
+			END { printf "%d %d %d %d\n", p, u, e, o }'
+	}
+	printf '    %-32s %10s %10s %10s %10s  %s\n' "" production "unit tests" e2e other "production limit"
+	for ((k = 0; k < ${#pr_head[@]}; k++)); do
+		read -r sp su se so < <(pr_size "$k")
+		limit=$limit_prod_other
+		[ "$k" -eq 0 ] && limit=$limit_prod_core
+		verdict=ok
+		if [ "$series" = split ] && [ "$sp" -gt "$limit" ]; then
+			verdict=OVER
+			deferred_failures+=("size: ${stack_names[k]} adds $sp production lines, limit $limit")
 		fi
-	else
-		done_step
-	fi
+		printf '    %-32s %+10d %+10d %+10d %+10d  %d %s\n' "$((k + 1)). ${stack_names[k]}" "$sp" "$su" "$se" "$so" "$limit" "$verdict"
+		echo "$sp $su $se $so" >"$logdir/size-$((k + 1))"
+	done
+	done_step
 
-	step "write the pull request"
+	step "write the pull requests"
 	if [ -n "$patch_dir" ]; then
 		if [ -e "$patch_dir" ]; then
 			if [ -e "$patch_dir/.intree-pr" ]; then
@@ -861,9 +1180,13 @@ else
 			fi
 		fi
 		mkdir -p "$patch_dir" && touch "$patch_dir/.intree-pr" || fail "mkdir $patch_dir"
-		(cd "$scratch" && git format-patch -q -o "$patch_dir" "$base..HEAD") >"$logdir/format-patch.log" 2>&1 ||
-			fail "git format-patch (log: $logdir/format-patch.log)"
-		ls "$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch | sed 's/^/    /'
+		from=$base
+		for ((k = 0; k < n_prs; k++)); do
+			(cd "$scratch" && git format-patch -q -o "$patch_dir/${stack_names[k]}" "$from..${pr_head[k]}") >>"$logdir/format-patch.log" 2>&1 ||
+				fail "git format-patch (log: $logdir/format-patch.log)"
+			from=${pr_head[k]}
+			echo "    $patch_dir/${stack_names[k]}/: $(cd "$patch_dir/${stack_names[k]}" && ls ./*.patch | sed 's#^\./##' | tr '\n' ' ')"
+		done
 	fi
 	if [ -n "$patch_file" ]; then
 		mkdir -p "$(dirname "$patch_file")"
@@ -951,7 +1274,7 @@ else
 Azure Cosmos DB Scaler: the page of the scaler that replaces v2.21.0's
 
 $(sections=$(sed -n 's/^###\{0,1\} \{1,\}//p' "$page" | paste -s -d ';' | sed 's/;/; /g')
-echo "The page of the azure-cosmosdb scaler that the kedacore/keda pull request \"$(head -n 1 "$msg1")\" puts in place.${sections:+ Its sections: $sections.}" | fold -s -w 72 | sed 's/ *$//')
+echo "The page of the azure-cosmosdb scaler that the kedacore/keda pull requests from \"$(head -n 1 "$src/hack/pr/stack/${stack_names[0]}/commit-1.txt")\" on put in place, as the last of them leaves it.${sections:+ Its sections: $sections.}" | fold -s -w 72 | sed 's/ *$//')
 EOF
 		) >"$logdir/docs-commit.log" 2>&1 || fail "keda-docs commit (log: $logdir/docs-commit.log)"
 		if (cd "$docs_git" && git rev-parse -q --verify HEAD~1 >/dev/null); then
@@ -970,138 +1293,72 @@ EOF
 	done_step
 
 	# --- 4. The claim, tested: git am onto a pristine release -----------------------
-	step "git am the series onto a fresh git init copy of KEDA $keda_version"
+	step "git am the pull requests, in order, onto a fresh git init copy of KEDA $keda_version"
 	am_dir=$scratch.am
 	fresh_copy "$am_dir"
-	if [ -n "$patch_dir" ]; then am_input=("$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
-	(cd "$am_dir" && git -c user.name="$author_name" -c user.email="$author_email" -c commit.gpgsign=false am -q "${am_input[@]}") >"$logdir/git-am.log" 2>&1 || {
-		tail -n 30 "$logdir/git-am.log" >&2
-		fail "git am does not apply the series to KEDA $keda_version"
-	}
+	am_base=$(cd "$am_dir" && git rev-parse HEAD)
+	am_head=()
+	for ((k = 0; k < ${#pr_head[@]}; k++)); do
+		if [ -n "$patch_dir" ]; then am_input=("$patch_dir/${stack_names[k]}"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
+		(cd "$am_dir" && git -c user.name="$author_name" -c user.email="$author_email" -c commit.gpgsign=false am -q "${am_input[@]}") >"$logdir/git-am-$((k + 1)).log" 2>&1 || {
+			tail -n 30 "$logdir/git-am-$((k + 1)).log" >&2
+			fail "git am does not apply ${stack_names[k]} on the pull requests before it"
+		}
+		am_head[k]=$(cd "$am_dir" && git rev-parse HEAD)
+		[ -z "$patch_dir" ] && break
+		[ "$(cd "$am_dir" && git rev-parse 'HEAD^{tree}')" = "$(cd "$scratch" && git rev-parse "${pr_head[k]}^{tree}")" ] ||
+			fail "the tree git am makes of ${stack_names[k]} differs from the pull request's"
+	done
 	[ "$(cd "$am_dir" && git rev-parse 'HEAD^{tree}')" = "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" ] ||
 		fail "the tree git am makes differs from the patched tree"
-	commits=$(cd "$am_dir" && git rev-list --reverse "$(git rev-list --max-parents=0 HEAD)..HEAD")
+	commits=$(cd "$am_dir" && git rev-list --reverse "$am_base..HEAD")
 	for c in $commits; do
 		(cd "$am_dir" && git log -1 --format=%B "$c") | grep -q -x -F "Signed-off-by: $author_name <$author_email>" ||
 			fail "commit $(cd "$am_dir" && git log -1 --format='%h %s' "$c") has no Signed-off-by: $author_name <$author_email>"
 		[ "$(cd "$am_dir" && git log -1 --format='%an <%ae>|%cn <%ce>' "$c")" = "$author_name <$author_email>|$author_name <$author_email>" ] || fail "commit $c has another author or committer"
 	done
-	echo "    $(echo $commits | wc -w) commit(s) applied, each signed off by $author_name <$author_email>; the tree equals the patched one"
+	echo "    $(echo $commits | wc -w) commit(s) in ${#am_head[@]} pull request(s) applied, each signed off by $author_name <$author_email>; each pull request's tree equals the patched one"
 	done_step
 
 	if [ "$verify" = build ]; then
+		# Each pull request's head, as KEDA would merge it: vet, build, lint,
+		# our tests and KEDA's (check_tree, what make intree runs); a commit
+		# inside a pull request (the first's scaler before its e2e suites):
+		# go vet and build.
+		scratch_tree=$scratch
+		scratch=$am_dir base=$am_base
 		for c in $commits; do
+			k=-1
+			for ((i = 0; i < ${#am_head[@]}; i++)); do [ "${am_head[i]}" = "$c" ] && k=$i; done
 			subject=$(cd "$am_dir" && git log -1 --format=%s "$c")
-			step "commit $(cd "$am_dir" && git rev-parse --short "$c") builds on its own: $subject"
 			(cd "$am_dir" && git checkout -q --detach "$c") || fail "git checkout $c"
-			# shellcheck disable=SC2086
-			(cd "$am_dir" && go vet $pkgs ./pkg/scaling && go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper &&
-				go build -o /dev/null ./cmd/operator && go build -o /dev/null ./cmd/adapter) \
-				>"$logdir/verify-$c.log" 2>&1 || {
-				tail -n 40 "$logdir/verify-$c.log" >&2
-				fail "commit $c does not build (go vet / go build)"
-			}
-			echo "    go vet $pkgs ./pkg/scaling; go vet -tags e2e ./tests/scalers/azure/azure_cosmosdb... ./tests/scalers/azure/helper; go build ./cmd/operator ./cmd/adapter: ok"
-			if (cd "$am_dir" && git diff --name-only "$c~1" "$c" | grep -q '^pkg/'); then
-				mapfile -t here < <(cd "$am_dir" && printf '%s\n' "${our_tests[@]}" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
-				names=$(cd "$am_dir" && grep -h -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "${here[@]}" | sed 's/^func //; s/($//' | grep -v -x TestMain | sort -u)
-				# shellcheck disable=SC2086
-				(cd "$am_dir" && go test -count=1 $pkgs -run "^($(echo $names | tr ' ' '|'))\$") >"$logdir/verify-test-$c.log" 2>&1 || {
-					tail -n 60 "$logdir/verify-test-$c.log" >&2
-					fail "our unit tests fail at commit $c"
-				}
-				echo "    our unit tests ($(echo $names | wc -w) top-level): ok"
+			if [ "$k" -lt 0 ]; then
+				step "commit $(cd "$am_dir" && git rev-parse --short "$c") (inside a pull request) builds: $subject"
+				run "verify-$c.log" go vet $pkgs ./pkg/scaling
+				run "verify-build-$c.log" go build -o /dev/null ./cmd/operator
+				echo "    go vet $pkgs ./pkg/scaling; go build ./cmd/operator: ok"
+				done_step
+				continue
 			fi
-			done_step
+			case " ${INTREE_HEADS:-all} " in *" all "* | *" $((k + 1)) "*) ;; *)
+				echo "==> pull request $((k + 1)) (${stack_names[k]}): head not checked (INTREE_HEADS=${INTREE_HEADS:-})"
+				continue
+				;;
+			esac
+			echo "==> pull request $((k + 1)) (${stack_names[k]}), head $(cd "$am_dir" && git rev-parse --short "$c"): $subject"
+			logdir_tree=$logdir
+			logdir=$logdir_tree/pr-$((k + 1)) && mkdir -p "$logdir"
+			check_tree
+			echo "pull request $((k + 1)): $passed unit tests passed" >"$logdir_tree/checked-$((k + 1))"
+			logdir=$logdir_tree
 		done
+		scratch=$scratch_tree base=$(cd "$scratch" && git rev-list --max-parents=0 HEAD)
 	fi
 
 	if [ -n "$patch_dir" ]; then
-		step "PULL_REQUEST.md and SECURITY_REPORT.md from hack/pr/*.md.tmpl"
+		step "PULL_REQUEST.md of each pull request, ISSUE.md, the private advisory"
 		frag=$logdir/pr
-		rm -rf "$frag" && mkdir -p "$frag"
-		mapfile -t series_commits < <(cd "$scratch" && git rev-list --reverse "$base..HEAD")
-		(cd "$scratch" && git log -1 --format=%s "${series_commits[0]}") >"$frag/TITLE"
-		(cd "$scratch" && git log --reverse --format='%s' "$base..HEAD") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
-		# Our unit test files and their top-level tests, as the series leaves them.
-		for f in "${our_tests[@]}"; do
-			names=$(test_names "$f")
-			n=$(echo "$names" | grep -c .)
-			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
-		done >"$frag/TESTS"
-		# What was run on exactly this tree, if make intree recorded it; nothing
-		# is said otherwise (the person who sends the pull request runs it).
-		tree=$(cd "$scratch" && git rev-parse 'HEAD^{tree}')
-		if [ -f "$cache/passed/$tree" ]; then
-			echo "    make intree passed on this tree: $(cat "$cache/passed/$tree")"
-		else
-			echo "    make intree has not passed on this tree yet: PULL_REQUEST.md says nothing of it; run make intree, then make intree-patch again"
-		fi
-		{
-			[ -f "$cache/passed/$tree" ] && printf '%s\n\n' "$(cat "$cache/passed/$tree")"
-			echo "\`make intree-patch\`: the series applies with \`git am\` to a \`git init\` copy of KEDA $keda_version and gives the same tree; $([ "$verify" = build ] && echo "each commit passes \`go vet\` (e2e tag included) and builds the operator and adapter, and our unit tests pass at each commit that changes \`pkg/\`" || echo "per-commit builds not checked (INTREE_VERIFY=am)"); the patch adds no requirement to KEDA's \`go.mod\`."
-		} >"$frag/CHECKS"
-		echo "$docs_page" >"$frag/DOCS_PAGE"
-		echo "$keda_version" >"$frag/KEDA_VERSION"
-		{
-			echo "The scaler's reference page, \`$docs_page\` of kedacore/keda-docs, is in the docs pull request linked below${docs_on:+ (based on $docs_on)}."
-			[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
-		} >"$frag/DOCS"
-		# The fix commit: its place in the series, its patch file, its files and tests.
-		for i in "${!series_commits[@]}"; do [ "${series_commits[$i]}" = "$rule_commit" ] && rule_n=$((i + 1)); done
-		rule_patch=$(cd "$patch_dir" && ls "$(printf '%04d' "$rule_n")"-*.patch)
-		echo "$rule_n" >"$frag/FIX_N"
-		(cd "$scratch" && git log -1 --format=%s "$rule_commit") >"$frag/FIX_SUBJECT"
-		echo "commit $rule_n of ${#series_commits[@]}, \`$(cd "$scratch" && git rev-parse --short=12 "$rule_commit")\` \"$(cat "$frag/FIX_SUBJECT")\" (\`$rule_patch\`)" >"$frag/FIX_COMMIT"
-		(cd "$scratch" && git show --numstat --format= "$rule_commit") |
-			awk '{ printf "- `%s` (+%d −%d)\n", $3, $1, $2 }' >"$frag/FIX_FILES"
-		(cd "$scratch" && git show --numstat --format= "$rule_commit") | awk '$3 ~ /_test\.go$/ { print $3 }' | while IFS= read -r f; do
-			if (cd "$scratch" && git cat-file -e "$rule_commit~1:$f" 2>/dev/null); then
-				# Changed: the top-level tests its hunks are in (git's hunk headers).
-				changed=$(cd "$scratch" && git show -U0 --format= "$rule_commit" -- "$f" | sed -n 's/^@@ .* @@ func \(\(Test\|Fuzz\)[A-Za-z0-9_]*\)(.*/\1/p' | sort -u)
-				if [ -n "$changed" ]; then echo "- \`$f\` (changed), in: $(echo $changed | sed 's/ /, /g')"; else echo "- \`$f\` (changed)"; fi
-			else
-				echo "- \`$f\` (new): $(test_names "$f" | tr '\n' ' ' | sed 's/ $//; s/ /, /g')"
-			fi
-		done >"$frag/FIX_TESTS"
-		[ -s "$frag/FIX_TESTS" ] || fail "the endpoint rule's commit changes no test file (hack/pr/endpoint-rule.diff must carry the rule's tests)"
-		emulator_tests=$src/tests/emulator/endpoint_test.go
-		[ -f "$emulator_tests" ] || fail "no tests/emulator/endpoint_test.go (SECURITY_REPORT.md names it)"
-		grep -h -o -E '^func Test[A-Za-z0-9_]*\(' "$emulator_tests" | sed 's/^func //; s/($//' | tr '\n' ' ' | sed 's/ $//; s/ /, /g' >"$frag/EMULATOR_TESTS"
-		[ -s "$frag/EMULATOR_TESTS" ] || fail "tests/emulator/endpoint_test.go declares no Test function"
-		# No fragment starts or ends with blank lines, or has two in a row.
-		for f in "$frag"/*; do
-			awk 'NF { if (blank) print ""; blank = 0; print; seen = 1; next } seen { blank = 1 }' "$f" >"$f.trim" && mv "$f.trim" "$f"
-		done
-		# fill TEMPLATE OUT: @@NAME@@ on a line of its own is replaced by the
-		# fragment NAME; inline, by its first line.
-		fill() {
-			[ -f "$1" ] || fail "no $1"
-			awk -v dir="$frag" '
-				/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
-					if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
-					print line; while ((getline line < f) > 0) print line; close(f); next }
-				{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
-						if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
-						close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
-				  print }' "$1" >"$2" || fail "${2##*/}: a placeholder of ${1#"$src"/} has no value"
-			grep -q '@@[A-Z_]*@@' "$2" && fail "${2##*/} still has placeholders: $(grep -o '@@[A-Z_]*@@' "$2" | sort -u | tr '\n' ' ')"
-			todo=$(grep -c 'TODO(lead):' "$2")
-			[ "$todo" -eq 0 ] || echo "    $todo TODO(lead) marker(s) left to fill in ${1#"$src"/} (grep -n 'TODO(lead):' $2)"
-		}
-		pr=$patch_dir/PULL_REQUEST.md
-		fill "$src/hack/pr/PULL_REQUEST.md.tmpl" "$pr"
-		# The body as GitHub shows it: HTML comments (whole-line ones with their
-		# line, inline ones in place) left out.
-		pr_body=$(perl -0 -p -e 's/^[ \t]*<!--(?:(?!-->).)*-->[ \t]*\n//gms; s/<!--.*?-->//gs' "$pr" | wc -l)
-		echo "    $pr ($(wc -l <"$pr") lines; $pr_body without HTML comments, limit $limit_pr_body)"
-		if [ "$pr_body" -gt "$limit_pr_body" ]; then
-			echo "    FAILED: PULL_REQUEST.md is $pr_body lines without HTML comments, over $limit_pr_body (the run goes on and fails at the end)"
-			deferred_failures+=("PULL_REQUEST.md: $pr_body lines without HTML comments, limit $limit_pr_body (hack/pr/PULL_REQUEST.md.tmpl)")
-		fi
-		report=$patch_dir/SECURITY_REPORT.md
-		fill "$src/hack/pr/SECURITY_REPORT.md.tmpl" "$report"
-		echo "    $report ($(wc -l <"$report") lines): the private report for KEDA's maintainers (cncf-keda-maintainers@lists.cncf.io, as KEDA's SECURITY.md asks); not for the pull request"
+		write_texts
 		done_step
 	fi
 fi

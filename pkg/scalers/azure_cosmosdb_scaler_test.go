@@ -483,6 +483,7 @@ func TestCosmosDBMetadata(t *testing.T) {
 		{name: "missing leaseDatabaseId", metadata: map[string]string{"leaseDatabaseId": "-"}, wantErr: `missing required parameter "leaseDatabaseId"`},
 		{name: "missing leaseContainerId", metadata: map[string]string{"leaseContainerId": "-"}, wantErr: `missing required parameter "leaseContainerId"`},
 		{name: "missing processorName", metadata: map[string]string{"processorName": "-"}, wantErr: `missing required parameter "processorName"`},
+		{name: "processorName empty (an Azure Functions app without LeaseContainerPrefix)", metadata: map[string]string{"processorName": ""}, wantTarget: 100},
 		{name: "threshold zero", metadata: map[string]string{"changeFeedLagThreshold": "0"}, wantErr: "changeFeedLagThreshold must be greater than 0, got 0"},
 		{name: "threshold negative", metadata: map[string]string{"changeFeedLagThreshold": "-5"}, wantErr: "changeFeedLagThreshold must be greater than 0, got -5"},
 		{name: "activation negative", metadata: map[string]string{"activationChangeFeedLagThreshold": "-1"}, wantErr: "activationChangeFeedLagThreshold must be greater than or equal to 0, got -1"},
@@ -605,6 +606,13 @@ func TestCosmosDBGetMetricsAndActivity(t *testing.T) {
 		{name: "default activation 0: lag 1 is active", wantMetric: 1, wantActive: true, setup: func(t *testing.T, s *testCosmosDBServer) {
 			s.leases = []string{testCosmosDBLease(t, s.leaseID("orders", "0"), "0", `"150"`, nil)}
 			s.changes("0", 151, 151)
+		}},
+		{name: "an empty processorName selects the leases without a prefix (Azure Functions)", metadata: map[string]string{"processorName": ""}, wantMetric: 7, wantActive: true, setup: func(t *testing.T, s *testCosmosDBServer) {
+			s.leases = []string{testCosmosDBLease(t, s.leaseID("", "0"), "0", `"0"`, nil), testCosmosDBLease(t, s.leaseID("orders", "1"), "1", `"0"`, nil)}
+			s.changes("0", 1, 7)
+			s.changes("1", 1, 50)
+		}, check: func(t *testing.T, s *testCosmosDBServer) {
+			assert.Empty(t, s.reads("1"), "a prefixed processor's lease was read")
 		}},
 		{name: "lag at the activation threshold is inactive", metadata: map[string]string{"activationChangeFeedLagThreshold": "10"}, wantMetric: 10, setup: func(t *testing.T, s *testCosmosDBServer) {
 			s.leases = []string{testCosmosDBLease(t, s.leaseID("orders", "0"), "0", `"0"`, nil)}

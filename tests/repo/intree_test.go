@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -181,52 +182,114 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 	}
 }
 
-// hack/pr/endpoint-rule.diff is the endpoint rule, commit 2 of the pull
-// request's series: make intree-patch reverses it on the copied files for
-// commit 1 and applies it again for commit 2. It must still apply in reverse
-// to the working tree, so it cannot rot unnoticed when the rule or the lines
-// around it change, and it may only touch files that go in-tree under pkg/.
-func TestEndpointRuleDiffAppliesInReverse(t *testing.T) {
-	const diff = "hack/pr/endpoint-rule.diff"
-	if strings.TrimSpace(readRepoFile(t, diff)) == "" {
-		t.Fatalf("%s is empty", diff)
-	}
-	cmd := exec.Command("git", "apply", "-R", "--check", diff)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git apply -R --check %s: %v\n%s\nthe diff is out of date: regenerate it as the header of hack/intree.sh says", diff, err, out)
-	}
-	listed := inTreeFiles(t)
-	for _, line := range strings.Split(strings.TrimSpace(run(t, "git", "apply", "--numstat", diff)), "\n") {
-		fields := strings.Split(line, "\t")
-		if len(fields) != 3 {
-			t.Fatalf("git apply --numstat %s: unexpected line %q", diff, line)
+// stackSeries is hack/pr/stack/series: the pull requests' names and diffs, in order.
+func stackSeries(t *testing.T) (names, diffs []string) {
+	t.Helper()
+	for _, line := range strings.Split(readRepoFile(t, "hack/pr/stack/series"), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
 		}
-		if name := fields[2]; !strings.HasPrefix(name, "pkg/") || !slices.Contains(listed, name) {
-			t.Errorf("%s changes %s; it may only change files that go in-tree under pkg/", diff, name)
+		if len(fields) != 2 {
+			t.Fatalf("hack/pr/stack/series: %q is not NAME DIFF", line)
+		}
+		names, diffs = append(names, fields[0]), append(diffs, fields[1])
+	}
+	if len(names) == 0 || diffs[0] != "-" {
+		t.Fatal("hack/pr/stack/series: the first pull request's DIFF must be -")
+	}
+	return names, diffs
+}
+
+// The stack of pull requests (hack/pr/stack/series): each pull request's diff
+// applies in reverse, from the last to the second, to what the ones after it
+// leave of the in-tree files, as make intree-patch applies them; each changes
+// only in-tree files; each pull request has its texts. A diff that no longer
+// applies is regenerated with hack/intree.sh stack.
+func TestStackDiffsApplyInReverse(t *testing.T) {
+	names, diffs := stackSeries(t)
+	dir := t.TempDir()
+	for _, name := range inTreeFiles(t) {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(readRepoFile(t, name)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := git("init", "-q"); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	inTree := regexp.MustCompile(`^(pkg/scalers/azure_cosmosdb_scaler(_test)?\.go|pkg/scalers/azure/azure_cosmosdb_[a-z0-9_]+\.go|tests/scalers/azure/azure_cosmosdb(_aad_wi)?/[^/]+|tests/scalers/azure/helper/CosmosDBHelper\.go)$`)
+	for k := len(names) - 1; k >= 0; k-- {
+		for _, f := range []string{"commit-1.txt", "PULL_REQUEST.md.tmpl"} {
+			if _, err := os.Stat(filepath.Join(root, "hack/pr/stack", names[k], f)); err != nil {
+				t.Errorf("pull request %s has no hack/pr/stack/%s/%s", names[k], names[k], f)
+			}
+		}
+		if k == 0 {
+			break
+		}
+		diff, err := filepath.Abs(filepath.Join(root, diffs[k]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := git("apply", "--numstat", diff)
+		if err != nil {
+			t.Fatalf("git apply --numstat %s: %v\n%s", diffs[k], err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if fields := strings.Split(line, "\t"); len(fields) != 3 || !inTree.MatchString(fields[2]) {
+				t.Errorf("%s changes %q, not an in-tree file", diffs[k], line)
+			}
+		}
+		if out, err := git("apply", "-R", diff); err != nil {
+			t.Fatalf("%s (pull request %d, %s) does not apply in reverse to what the pull requests after it leave: %v\n%s\nregenerate the stack: hack/intree.sh stack", diffs[k], k+1, names[k], err, out)
 		}
 	}
 }
 
 // The endpoint rule is a security fix, reported privately as KEDA's
-// SECURITY.md asks: the pull request's public text (its description and
-// commit messages) says that the rule is tightened and points to the
-// private report, and does not describe how the old rule could be abused.
+// SECURITY.md asks: the public texts (every pull request's description and
+// commit messages, and the issue proposing the series) do not describe how
+// the old rule could be abused; the endpoint rule's commit and the issue say
+// that details were reported privately, and its pull request that it is
+// opened after the advisory is published.
 func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
-	public := []string{"hack/pr/PULL_REQUEST.md.tmpl", "hack/intree-commit-message.txt", "hack/intree-commit-message-endpoint.txt", "hack/intree-commit-message-e2e.txt"}
-	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|replay\w*|steal\w*|leak\w*|vulnerab\w*|malicious|CVE-\S*|GHSA\S*|advisory)\b`)
-	for _, name := range public {
-		text := readRepoFile(t, name)
-		for i, line := range strings.Split(text, "\n") {
-			if m := words.FindString(line); m != "" {
-				t.Errorf("%s:%d says %q: the public text only says that the endpoint rule is tightened", name, i+1, m)
+	names, _ := stackSeries(t)
+	public := []string{"hack/pr/stack/ISSUE.md.tmpl"}
+	for _, name := range names {
+		matches, _ := filepath.Glob(filepath.Join(root, "hack/pr/stack", name, "*"))
+		for _, m := range matches {
+			if strings.HasSuffix(m, ".txt") || strings.HasSuffix(m, ".tmpl") {
+				public = append(public, filepath.ToSlash(strings.TrimPrefix(m, root+string(filepath.Separator))))
 			}
 		}
 	}
-	for _, name := range []string{"hack/pr/PULL_REQUEST.md.tmpl", "hack/intree-commit-message-endpoint.txt"} {
-		if !strings.Contains(readRepoFile(t, name), "reported privately") {
+	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|replay\w*|steal\w*|leak\w*|vulnerab\w*|malicious|CVE-\S*|GHSA\S*|advisory)\b`)
+	last := names[len(names)-1]
+	for _, name := range public {
+		for i, line := range strings.Split(readRepoFile(t, name), "\n") {
+			m := words.FindString(line)
+			if m == "" || (strings.EqualFold(m, "advisory") && name == "hack/pr/stack/"+last+"/PULL_REQUEST.md.tmpl") {
+				continue
+			}
+			t.Errorf("%s:%d says %q: the public text only says that the endpoint rule is tightened", name, i+1, m)
+		}
+	}
+	for _, name := range []string{"hack/pr/stack/" + last + "/commit-1.txt", "hack/pr/stack/ISSUE.md.tmpl"} {
+		if !strings.Contains(strings.Join(strings.Fields(readRepoFile(t, name)), " "), "reported privately") {
 			t.Errorf("%s does not say that the details were reported privately", name)
 		}
+	}
+	if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+last+"/PULL_REQUEST.md.tmpl"), "only after the maintainers have published the advisory") {
+		t.Errorf("the endpoint rule's PULL_REQUEST.md does not say that it is opened after the advisory is published")
 	}
 }
 
@@ -278,77 +341,126 @@ func TestInTreePatchAuthorIsAPerson(t *testing.T) {
 	}
 }
 
-// The pull request's text says what a reviewer can check: the title, commit 1
-// and the body never claim "every lease" (never-checkpointed and undecodable
-// documents are not counted), list the retried statuses exactly, say the poll
-// "logs counts", and carry no size verdict, no "not run on this tree" and no
-// local file; the private report says nothing of what its authors did not
-// read; no text states what KEDA's test processor image reads from.
+// The pull requests' texts say what a reviewer can check: the core's commit
+// and body never claim "every lease", list the retried statuses exactly and
+// say the poll "logs counts"; no text carries a TODO, a size verdict, a local
+// file or a name of what stays in this repository; the core's texts state
+// nothing of what KEDA's test processor image reads; each later pull request
+// says which one it builds on; the private report, if this tree has one,
+// says nothing of what its authors did not read.
 func TestPullRequestTextIsCheckable(t *testing.T) {
-	commit1 := readRepoFile(t, "hack/intree-commit-message.txt")
-	body := readRepoFile(t, "hack/pr/PULL_REQUEST.md.tmpl")
-	e2e := readRepoFile(t, "hack/intree-commit-message-e2e.txt")
-	report := readRepoFile(t, "hack/pr/SECURITY_REPORT.md.tmpl")
-	script := readRepoFile(t, "hack/intree.sh")
-	for name, text := range map[string]string{"hack/intree-commit-message.txt": commit1, "hack/pr/PULL_REQUEST.md.tmpl": body} {
+	names, _ := stackSeries(t)
+	commit1 := readRepoFile(t, "hack/pr/stack/"+names[0]+"/commit-1.txt")
+	body := readRepoFile(t, "hack/pr/stack/"+names[0]+"/PULL_REQUEST.md.tmpl")
+	for name, text := range map[string]string{"the core's commit-1.txt": commit1, "the core's PULL_REQUEST.md.tmpl": body} {
 		if m := regexp.MustCompile(`(?i)every\s+lease`).FindString(text); m != "" {
-			t.Errorf("%s says %q: leases without a continuation and undecodable documents are not counted", name, m)
+			t.Errorf("%s says %q: undecodable documents are not counted", name, m)
 		}
 		if !strings.Contains(strings.Join(strings.Fields(text), " "), "408, 429, 449, 500, 502, 503 and 504") {
 			t.Errorf("%s does not list the retried statuses exactly (408, 429, 449, 500, 502, 503 and 504)", name)
 		}
-		if !strings.Contains(text, "logs counts") || strings.Contains(text, "logs the leases") {
-			t.Errorf("%s: the V(1) line logs counts, not the leases", name)
+		if !strings.Contains(text, "logs counts") {
+			t.Errorf("%s: the V(1) line logs counts", name)
 		}
 	}
-	for _, bad := range []string{"not run on this tree", "@@SIZE@@", "beside this file", "/tmp/", "limit "} {
-		if strings.Contains(body, bad) || (bad != "limit " && strings.Contains(script, "echo \""+bad)) {
-			t.Errorf("PULL_REQUEST.md would say %q", bad)
+	files := []string{filepath.Join(root, "hack/pr/stack/ISSUE.md.tmpl")}
+	for _, name := range names {
+		matches, _ := filepath.Glob(filepath.Join(root, "hack/pr/stack", name, "*"))
+		files = append(files, matches...)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".diff") {
+			continue
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator)))
+		text := readRepoFile(t, rel)
+		for _, bad := range []string{"TODO", "not run on this tree", "/tmp/", "size limit", "tests/emulator", "cosmoslag", "BENCHMARKS"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s says %q", rel, bad)
+			}
+		}
+		if m := regexp.MustCompile(`(?i)(image|processor)[^.]*\breads? (from|only|after)`).FindString(text); m != "" && strings.Contains(rel, names[0]) {
+			t.Errorf("%s states what the test processor image reads: %q", rel, m)
+		}
+		if strings.HasSuffix(rel, "PULL_REQUEST.md.tmpl") && !strings.Contains(rel, names[0]) && !strings.Contains(text, "@@PREVIOUS@@") {
+			t.Errorf("%s does not say which pull request it builds on (@@PREVIOUS@@)", rel)
 		}
 	}
-	if strings.Contains(script, `"$frag/SIZE"`) || strings.Contains(script, "not run on this tree") {
-		t.Error("hack/intree.sh still writes a size verdict or \"not run on this tree\" into PULL_REQUEST.md")
-	}
-	if m := regexp.MustCompile(`(?i)black-box|did not read|not read by|without reading|unread`).FindString(report); m != "" {
-		t.Errorf("SECURITY_REPORT.md.tmpl says %q: it states what was tested, not what its authors did not read", m)
-	}
-	if strings.Contains(e2e, "20,000") {
-		t.Error("commit 3 compares with a 20,000 RU/s container")
-	}
-	for name, text := range map[string]string{"commit 3": e2e, "PULL_REQUEST.md": body} {
-		if m := regexp.MustCompile(`(?i)(image|processor)[^.]*\breads? (from|only|after)`).FindString(text); m != "" {
-			t.Errorf("%s states what the test processor image reads: %q", name, m)
+	if report, err := os.ReadFile(filepath.Join(root, "hack/pr/SECURITY_REPORT.md.tmpl")); err == nil {
+		if m := regexp.MustCompile(`(?i)black-box|did not read|not read by|without reading|unread`).FindString(string(report)); m != "" {
+			t.Errorf("SECURITY_REPORT.md.tmpl says %q: it states what was tested, not what its authors did not read", m)
 		}
-	}
-	if !strings.Contains(body, "### Why one pull request") {
-		t.Error("PULL_REQUEST.md has no \"Why one pull request\" paragraph")
 	}
 }
 
-// Each e2e suite states its worst case in its header, the sum of every wait
-// and timeout with its terms; the terms add up to the total, which stays under
-// 15 minutes (KEDA's runner gives a test 20).
+// Each e2e suite bounds its worst case at 15 minutes (KEDA's runner gives a
+// test 20): its steps end at a deadline (stepsTimeout), and the cleanups that
+// follow have the seconds its header states, which are the helper's timeouts:
+// the namespace (NamespaceDeletionTimeout) and one Cosmos DB deletion
+// (CleanupTimeout) per resource the suite registers for deletion.
 func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
-	total := regexp.MustCompile(`Worst case, the sum of every wait and timeout below, in seconds[^:]*:((?:[^=])+)= (\d+) s`)
-	for _, suite := range []string{"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go", "tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go"} {
-		header := strings.ReplaceAll(readRepoFile(t, suite), "\n//", "")
-		m := total.FindStringSubmatch(header)
+	helper := readRepoFile(t, "tests/scalers/azure/helper/CosmosDBHelper.go")
+	seconds := func(text, name string) int {
+		m := regexp.MustCompile(name + ` = (\d+) \* time\.Second`).FindStringSubmatch(text)
 		if m == nil {
-			t.Errorf("%s states no worst case (\"Worst case, the sum of every wait and timeout below, in seconds ...: a + b = N s\")", suite)
-			continue
+			t.Fatalf("no const %s = N * time.Second", name)
 		}
-		sum := 0
-		for _, term := range regexp.MustCompile(`(\d+)(?:\s*\+|\s*$)`).FindAllStringSubmatch(strings.TrimSpace(m[1]), -1) {
-			n, _ := strconv.Atoi(term[1])
-			sum += n
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	namespace, deletion := seconds(helper, "NamespaceDeletionTimeout"), seconds(helper, "CleanupTimeout")
+	for suite, cosmosDeletions := range map[string]int{
+		"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go":               2, // the database; the two-partition container
+		"tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go": 1, // the database
+	} {
+		text := readRepoFile(t, suite)
+		steps := seconds(text, "stepsTimeout")
+		cleanup := namespace + cosmosDeletions*deletion
+		header := strings.Join(strings.Fields(strings.ReplaceAll(text, "\n//", "")), " ")
+		want := fmt.Sprintf("a deadline %s minutes after the start, and the cleanups that follow have %d s", strconv.FormatFloat(float64(steps)/60, 'f', -1, 64), cleanup)
+		if !strings.Contains(header, want) {
+			t.Errorf("%s: the header does not say %q", suite, want)
 		}
-		stated, _ := strconv.Atoi(m[2])
-		if sum != stated {
-			t.Errorf("%s: the worst case's terms add up to %d s, the header says %d s", suite, sum, stated)
+		if steps+cleanup > 15*60 {
+			t.Errorf("%s: steps %d s + cleanups %d s, over 15 minutes", suite, steps, cleanup)
 		}
-		if stated >= 15*60 {
-			t.Errorf("%s: worst case %d s, not under 15 minutes", suite, stated)
+		if n := strings.Count(text, "deadline.Iterations(") + strings.Count(text, "deadline.Seconds(") + strings.Count(text, "deadline.Context("); n == 0 {
+			t.Errorf("%s: no wait is cut to the deadline", suite)
 		}
+		for _, wait := range regexp.MustCompile(`(WaitForDeploymentReplicaReadyCount|AssertReplicaCountNotChangeDuringTimePeriod)\([^\n]*`).FindAllString(text, -1) {
+			if !strings.Contains(wait, "deadline.") {
+				t.Errorf("%s: a wait not cut to the deadline: %s", suite, wait)
+			}
+		}
+	}
+}
+
+// The e2e suites run on a serverless account (kedacore/testing-infrastructure's
+// cosmos-db module creates one with EnableServerless): the helper sends a
+// throughput header only for a container of several partitions, which only
+// CreateContainer asks for, and CreateContainer refuses to run unless the
+// documented variable says the account is provisioned; the step that calls it
+// skips, with the variable in its reason, otherwise.
+func TestE2ESuitesNeedNoThroughput(t *testing.T) {
+	helper := readRepoFile(t, "tests/scalers/azure/helper/CosmosDBHelper.go")
+	if n := len(regexp.MustCompile(`offer-autopilot-settings|x-ms-offer-throughput`).FindAllString(helper, -1)); n != 1 {
+		t.Fatalf("the helper names a throughput header %d times; want once, in createContainer for partitions > 0", n)
+	}
+	if !regexp.MustCompile(`if partitions > 0 \{\s+headers\["x-ms-cosmos-offer-autopilot-settings"\]`).MatchString(helper) {
+		t.Error("createContainer sends throughput for other than a several-partition container")
+	}
+	if !regexp.MustCompile(`createContainer\(ctx, t, "items", 0\)`).MatchString(helper) || !regexp.MustCompile(`createContainer\(ctx, t, c\.LeaseContainerID, 0\)`).MatchString(helper) {
+		t.Error("CreateDatabase creates its containers with throughput")
+	}
+	if !regexp.MustCompile(`func \(c \*CosmosDBHelper\) CreateContainer\([^)]*\) CosmosDBContainer \{\s+require\.Truef\(t, Provisioned\(\)`).MatchString(helper) {
+		t.Error("CreateContainer does not refuse to run on an account not declared provisioned")
+	}
+	suite := readRepoFile(t, "tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go")
+	if !regexp.MustCompile(`if !azurehelper\.Provisioned\(\) \{\s+t\.Skipf\([^\n]*azurehelper\.ProvisionedThroughputEnv\)`).MatchString(suite) {
+		t.Error("the partition cap step does not skip, naming the variable, on an account not declared provisioned")
+	}
+	if !strings.Contains(helper, `ProvisionedThroughputEnv = "TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT"`) || !strings.Contains(suite, "TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT=true") {
+		t.Error("the variable is not documented in the suite's header as the helper names it")
 	}
 }
 

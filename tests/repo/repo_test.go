@@ -136,28 +136,38 @@ func TestChangelogForm(t *testing.T) {
 	}
 }
 
-// The in-tree patch is a commit whose subject is a KEDA release-notes title:
-// KEDA generates its release notes from PR titles of the form
-// "Component: Description" (its pr-changelog-check workflow), with the
-// scaler's name as the component.
+// Every commit of the stack of pull requests (hack/pr/stack) has a subject
+// that is a KEDA release-notes title: KEDA generates its release notes from PR
+// titles of the form "Component: Description" (its pr-changelog-check
+// workflow), with the scaler's name as the component. The first pull
+// request's first commit proposes its release-notes label.
 func TestInTreePatchCarriesAKEDAReleaseNote(t *testing.T) {
-	message := readRepoFile(t, "hack/intree-commit-message.txt")
-	title, body, _ := strings.Cut(message, "\n")
-	m := regexp.MustCompile(`^([^:]+):\s+(.+)$`).FindStringSubmatch(title)
-	if m == nil {
-		t.Fatalf("title %q is not Component: Description", title)
+	messages, err := filepath.Glob(filepath.Join(root, "hack/pr/stack/*/commit-*.txt"))
+	if err != nil || len(messages) == 0 {
+		t.Fatalf("no hack/pr/stack/*/commit-*.txt (%v)", err)
 	}
-	if component := strings.TrimSpace(m[1]); !regexp.MustCompile(`^[A-Z][A-Za-z0-9/,&+ .-]*$`).MatchString(component) || component != "Azure Cosmos DB Scaler" {
-		t.Errorf("component %q, want KEDA's name for the scaler, Azure Cosmos DB Scaler", component)
+	for _, path := range messages {
+		name := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
+		message := readRepoFile(t, name)
+		title, body, _ := strings.Cut(message, "\n")
+		m := regexp.MustCompile(`^([^:]+):\s+(.+)$`).FindStringSubmatch(title)
+		if m == nil {
+			t.Errorf("%s: title %q is not Component: Description", name, title)
+			continue
+		}
+		if component := strings.TrimSpace(m[1]); component != "Azure Cosmos DB Scaler" {
+			t.Errorf("%s: component %q, want KEDA's name for the scaler, Azure Cosmos DB Scaler", name, component)
+		}
+		if len(title) > 100 {
+			t.Errorf("%s: title is %d characters; keep a release-notes line short", name, len(title))
+		}
+		if !strings.HasPrefix(body, "\n") {
+			t.Errorf("%s: the message needs a blank line after the title", name)
+		}
 	}
-	if len(title) > 100 {
-		t.Errorf("title is %d characters; keep a release-notes line short", len(title))
-	}
-	if !strings.HasPrefix(body, "\n") || !strings.Contains(body, "kind/") {
-		t.Error("the message needs a blank line after the title and the release-notes label it asks for")
-	}
-	if !strings.Contains(readRepoFile(t, "hack/intree.sh"), "hack/intree-commit-message.txt") {
-		t.Error("hack/intree.sh does not commit the patch with hack/intree-commit-message.txt")
+	names := regexp.MustCompile(`(?m)^([0-9][^\s#]*)\s`).FindAllStringSubmatch(readRepoFile(t, "hack/pr/stack/series"), -1)
+	if len(names) == 0 || !strings.Contains(readRepoFile(t, "hack/pr/stack/"+names[0][1]+"/commit-1.txt"), "kind/") {
+		t.Error("the first pull request's first commit does not propose a release-notes label (kind/...)")
 	}
 }
 

@@ -1,16 +1,27 @@
 //go:build e2e
 
 // This suite scales KEDA's test processor (ghcr.io/kedacore/tests-azure-cosmosdb)
-// with a connection string. It waits until every lease of the processor carries a
-// continuation before KEDA first scales the processor to zero: the scaler does not
-// count a lease without one, as it has no position to measure lag from.
+// with a connection string: to zero with no lag, not woken by lag at or below
+// activationChangeFeedLagThreshold, out on lag, and back to zero once the
+// processor has drained it. Before KEDA first scales the processor to zero, it
+// waits until every lease of the processor carries a continuation at the end of
+// its partition, so that the lag KEDA measures is the items written after that.
 //
-// Worst case, the sum of every wait and timeout below, in seconds (KEDA's runner
-// gives a test 20 minutes): setup requests 60 + namespace 30 + processor ready 120
-// + checkpoints 150 + scale to zero 120 + activation writes 30 + activation hold 60
-// + partition cap: requests 60 + two replicas 120 + hold 60 + container deletion 30
-// + database deletion 30 = 870 s, 14.5 minutes. kubectl commands and the API calls
-// of KEDA's helpers carry no deadline of their own and are not counted.
+// The account may be serverless (as kedacore/testing-infrastructure's is): no
+// container is created with throughput. The step "partition cap" needs a
+// container with two physical partitions, so throughput; it runs only when
+// TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT=true says the account is a
+// provisioned-throughput one, and is skipped with that reason otherwise.
+//
+// Retries (KEDA's e2e runner retries a failed test at once): the namespace of an
+// earlier attempt is deleted and waited for before it is created again, and the
+// cleanup waits until the namespace is gone; each run uses a database of its own.
+//
+// Worst case 15 minutes (KEDA's runner gives a test 20): every wait of the steps
+// is cut to the time left before a deadline 12.5 minutes after the start, and the
+// cleanups that follow have 150 s (the two-partition container 30 s, the namespace
+// 90 s, the database 30 s). kubectl commands and the API calls of KEDA's helpers
+// carry no deadline of their own and are not counted.
 package azure_cosmosdb_test
 
 import (
@@ -37,6 +48,9 @@ const (
 
 	lagThreshold           = 10
 	activationLagThreshold = 5
+
+	// stepsTimeout ends the steps; the cleanups have their 150 s after it.
+	stepsTimeout = 750 * time.Second
 )
 
 var (
@@ -109,10 +123,11 @@ spec:
 func TestScaler(t *testing.T) {
 	// setup
 	ctx := context.Background()
+	deadline := azurehelper.NewDeadline(stepsTimeout)
 	t.Log("--- setting up ---")
 	require.NotEmpty(t, connectionString, "TF_AZURE_COSMOSDB_CONNECTION_STRING env variable is required for azure cosmosdb test")
 	cosmos := azurehelper.NewCosmosDBHelper(t, connectionString, testName)
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	setupCtx, cancel := deadline.Context(ctx, time.Minute)
 	defer cancel()
 	cosmos.CreateDatabase(setupCtx, t) // registers its deletion first
 
@@ -121,13 +136,15 @@ func TestScaler(t *testing.T) {
 	data, templates := getTemplateData(cosmos)
 	azurehelper.CreateNamespace(t, kc, testNamespace) // registers its deletion first
 	KubectlApplyMultipleWithTemplate(t, data, templates)
-	testCheckpoints(ctx, t, kc, cosmos)
+	testCheckpoints(ctx, t, kc, cosmos, deadline)
 	KubectlApplyWithTemplate(t, data, "scaledObjectTemplate", scaledObjectTemplate)
 
 	// test scaling
-	testNoLag(t, kc)
-	testActivation(ctx, t, kc, cosmos)
-	t.Run("partition cap", func(t *testing.T) { testPartitionCap(ctx, t, kc, cosmos, data) })
+	testNoLag(t, kc, deadline)
+	testActivation(ctx, t, kc, cosmos, deadline)
+	testScaleOut(ctx, t, kc, cosmos, deadline)
+	testScaleIn(t, kc, deadline)
+	t.Run("partition cap", func(t *testing.T) { testPartitionCap(ctx, t, kc, cosmos, data, deadline) })
 }
 
 func getTemplateData(cosmos *azurehelper.CosmosDBHelper) (templateData, []Template) {
@@ -144,7 +161,7 @@ func getTemplateData(cosmos *azurehelper.CosmosDBHelper) (templateData, []Templa
 			ProcessorName:          cosmos.ProcessorName,
 			LagThreshold:           lagThreshold,
 			ActivationLagThreshold: activationLagThreshold,
-			// Above the two partitions of testPartitionCap: the scaler, not maxReplicaCount, bounds the scale-out.
+			// Above the partitions of testScaleOut (one) and testPartitionCap (two): the scaler, not maxReplicaCount, bounds the scale-out.
 			MaxReplicaCount: 4,
 		}, []Template{
 			{Name: "secretTemplate", Config: azurehelper.CosmosDBSecretTemplate},
@@ -155,28 +172,50 @@ func getTemplateData(cosmos *azurehelper.CosmosDBHelper) (templateData, []Templa
 
 // testCheckpoints: the processor creates its lease; items written to the
 // container give it a batch, which it checkpoints.
-func testCheckpoints(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper) {
+func testCheckpoints(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, deadline azurehelper.Deadline) {
 	t.Log("--- the processor checkpoints every lease ---")
-	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, 24, 5),
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, deadline.Iterations(24, 5), 5),
 		"replica count should be 1 after 2 minutes")
-	require.True(t, cosmos.WaitForCheckpoints(ctx, t, 150*time.Second),
+	require.True(t, cosmos.WaitForCheckpoints(ctx, t, time.Duration(deadline.Seconds(150))*time.Second),
 		"the processor should checkpoint every lease at the end of its partition within 150 s")
 }
 
 // testNoLag: with every lease caught up, KEDA scales the processor to zero.
-func testNoLag(t *testing.T, kc *kubernetes.Clientset) {
+func testNoLag(t *testing.T, kc *kubernetes.Clientset, deadline azurehelper.Deadline) {
 	t.Log("--- testing no lag ---")
-	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, 24, 5),
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, deadline.Iterations(24, 5), 5),
 		"replica count should be 0 after 2 minutes")
 }
 
 // testActivation: a lag at or below activationChangeFeedLagThreshold does not wake the processor.
-func testActivation(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper) {
+func testActivation(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, deadline azurehelper.Deadline) {
 	t.Log("--- testing activation ---")
-	writeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	writeCtx, cancel := deadline.Context(ctx, 30*time.Second)
 	defer cancel()
 	cosmos.InsertItems(writeCtx, t, cosmos.Container, activationLagThreshold-2)
-	AssertReplicaCountNotChangeDuringTimePeriod(t, kc, deploymentName, testNamespace, 0, 60)
+	AssertReplicaCountNotChangeDuringTimePeriod(t, kc, deploymentName, testNamespace, 0, deadline.Seconds(60))
+}
+
+// testScaleOut: lag above the threshold in the container's one partition wakes
+// the processor: one replica, as one partition has work (the metric is capped at
+// changeFeedLagThreshold per partition with lag).
+func testScaleOut(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, deadline azurehelper.Deadline) {
+	t.Log("--- testing scale out ---")
+	writeCtx, cancel := deadline.Context(ctx, 30*time.Second)
+	defer cancel()
+	cosmos.InsertItems(writeCtx, t, cosmos.Container, 3*lagThreshold)
+	lag, err := cosmos.ReadLag(writeCtx, cosmos.Container, cosmos.ProcessorName)
+	require.NoError(t, err)
+	t.Logf("lag: %+v", lag)
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, deadline.Iterations(24, 5), 5),
+		"replica count should be 1 after 2 minutes")
+}
+
+// testScaleIn: the processor drains the lag and checkpoints; KEDA scales it back to zero.
+func testScaleIn(t *testing.T, kc *kubernetes.Clientset, deadline azurehelper.Deadline) {
+	t.Log("--- testing scale in ---")
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, deadline.Iterations(36, 5), 5),
+		"replica count should be 0 after 3 minutes, the processor having drained the lag")
 }
 
 // testPartitionCap: lag in each of a container's two physical partitions scales
@@ -184,24 +223,26 @@ func testActivation(ctx context.Context, t *testing.T, kc *kubernetes.Clientset,
 // lag (3 x changeFeedLagThreshold x 2) would ask for six and maxReplicaCount (4)
 // allows more; it holds there for 60 s.
 //
-// The container exists only in this step: created at its start, its deletion
-// registered first, so it is deleted when the step ends, passed or failed. It
-// needs two physical partitions, so 11,000 RU/s autoscale (see
-// CreateContainer), on a provisioned-throughput account (a serverless account
-// refuses throughput). Autoscale bills each hour the highest throughput it
-// scaled to in that hour, at least 10% of the maximum: 1,100 RU/s for the one
-// clock hour the step runs in (two when it crosses the hour), more only if the
-// step's requests scale it up, which its few hundred sequential requests are
-// not expected to; the price of an RU/s-hour depends on the account's region.
+// It runs only on a provisioned-throughput account
+// (TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT=true): the container it needs has two
+// physical partitions, so 11,000 RU/s autoscale (see CreateContainer), which a
+// serverless account refuses. Autoscale bills, for each hour, the highest
+// throughput the container scaled to in that hour, and at least 10% of its
+// maximum: at least 1,100 RU/s for each clock hour the step runs in. The
+// container is created at the step's start, its deletion registered first, so
+// it is deleted when the step ends, passed or failed.
 //
 // The helper writes the two leases itself, in the documented partition key
 // range lease format, at the end of each partition's change feed, under a
 // processor name of their own, so the step needs no processor start-up; only
 // the ScaledObject is pointed at them, the deployment's configuration (the
 // first container, its own processor name) is not changed.
-func testPartitionCap(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, data templateData) {
+func testPartitionCap(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, data templateData, deadline azurehelper.Deadline) {
+	if !azurehelper.Provisioned() {
+		t.Skipf("skipped: the step needs a container with two physical partitions, so throughput, which a serverless account refuses; set %s=true for a provisioned-throughput account", azurehelper.ProvisionedThroughputEnv)
+	}
 	t.Log("--- testing the active-partition cap ---")
-	stepCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	stepCtx, cancel := deadline.Context(ctx, time.Minute)
 	defer cancel()
 	container := cosmos.CreateContainer(stepCtx, t, "items-two-partitions", 2)
 	processor := "cap-" + cosmos.ProcessorName // not a prefix of the deployment's processor
@@ -213,7 +254,7 @@ func testPartitionCap(ctx context.Context, t *testing.T, kc *kubernetes.Clientse
 	require.NoError(t, err)
 	t.Logf("lag: %+v", lag)
 	require.Equal(t, container.PartitionCount(), lag.Lagging, "every partition should lag")
-	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, lag.Lagging, 24, 5),
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, lag.Lagging, deadline.Iterations(24, 5), 5),
 		"replica count should be %d after 2 minutes", lag.Lagging)
-	AssertReplicaCountNotChangeDuringTimePeriod(t, kc, deploymentName, testNamespace, lag.Lagging, 60)
+	AssertReplicaCountNotChangeDuringTimePeriod(t, kc, deploymentName, testNamespace, lag.Lagging, deadline.Seconds(60))
 }

@@ -1,19 +1,24 @@
 //go:build e2e
 
 // This suite scales KEDA's test processor (ghcr.io/kedacore/tests-azure-cosmosdb)
-// with Azure Workload Identity. It waits until every lease of the processor
-// carries a continuation before KEDA first scales the processor to zero: the
-// scaler does not count a lease without one, as it has no position to measure lag
-// from. The identity needs a Cosmos DB data-plane role on the account (Cosmos DB
+// with Azure Workload Identity: to zero with no lag, out on lag, and back to zero
+// once the processor has drained it. Before KEDA first scales the processor to
+// zero, it waits until every lease of the processor carries a continuation at the
+// end of its partition, so that the lag KEDA measures is the items written after
+// that. The identity needs a Cosmos DB data-plane role on the account (Cosmos DB
 // Built-in Data Reader is enough); the processor and the test itself use the
 // connection string. azure_cosmosdb tests activation and the partition cap.
 //
-// Worst case, the sum of every wait and timeout below, in seconds (KEDA's runner
-// gives a test 20 minutes): setup requests 60 + namespace 30 + processor ready 120
-// + checkpoints 150 + scale to zero 120 + writes 30 + one replica 120 + drained
-// and scaled to zero 180 + database deletion 30 = 840 s, 14 minutes. kubectl
-// commands and the API calls of KEDA's helpers carry no deadline of their own and
-// are not counted.
+// The account may be serverless: no container is created with throughput.
+// Retries (KEDA's e2e runner retries a failed test at once): the namespace of an
+// earlier attempt is deleted and waited for before it is created again, and the
+// cleanup waits until the namespace is gone; each run uses a database of its own.
+//
+// Worst case 15 minutes (KEDA's runner gives a test 20): every wait of the steps
+// is cut to the time left before a deadline 12.5 minutes after the start, and the
+// cleanups that follow have 120 s (the namespace 90 s, the database 30 s).
+// kubectl commands and the API calls of KEDA's helpers carry no deadline of their
+// own and are not counted.
 package azure_cosmosdb_aad_wi_test
 
 import (
@@ -40,6 +45,9 @@ const (
 	testName = "azure-cosmosdb-aad-wi-test"
 
 	lagThreshold = 10
+
+	// stepsTimeout ends the steps; the cleanups have their 120 s after it.
+	stepsTimeout = 750 * time.Second
 )
 
 var (
@@ -111,10 +119,11 @@ spec:
 func TestScaler(t *testing.T) {
 	// setup
 	ctx := context.Background()
+	deadline := azurehelper.NewDeadline(stepsTimeout)
 	t.Log("--- setting up ---")
 	require.NotEmpty(t, connectionString, "TF_AZURE_COSMOSDB_CONNECTION_STRING env variable is required for azure cosmosdb test")
 	cosmos := azurehelper.NewCosmosDBHelper(t, connectionString, testName)
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	setupCtx, cancel := deadline.Context(ctx, time.Minute)
 	defer cancel()
 	cosmos.CreateDatabase(setupCtx, t) // registers its deletion first
 
@@ -123,12 +132,12 @@ func TestScaler(t *testing.T) {
 	data, templates := getTemplateData(cosmos)
 	azurehelper.CreateNamespace(t, kc, testNamespace) // registers its deletion first
 	KubectlApplyMultipleWithTemplate(t, data, templates)
-	testCheckpoints(ctx, t, kc, cosmos)
+	testCheckpoints(ctx, t, kc, cosmos, deadline)
 	KubectlApplyWithTemplate(t, data, "scaledObjectTemplate", scaledObjectTemplate)
 
 	// test scaling
-	testNoLag(t, kc)
-	testScaleOutAndIn(ctx, t, kc, cosmos)
+	testNoLag(t, kc, deadline)
+	testScaleOutAndIn(ctx, t, kc, cosmos, deadline)
 }
 
 func getTemplateData(cosmos *azurehelper.CosmosDBHelper) (templateData, []Template) {
@@ -156,35 +165,35 @@ func getTemplateData(cosmos *azurehelper.CosmosDBHelper) (templateData, []Templa
 
 // testCheckpoints: the processor creates its lease; items written to the
 // container give it a batch, which it checkpoints.
-func testCheckpoints(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper) {
+func testCheckpoints(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, deadline azurehelper.Deadline) {
 	t.Log("--- the processor checkpoints every lease ---")
-	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, 24, 5),
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, deadline.Iterations(24, 5), 5),
 		"replica count should be 1 after 2 minutes")
-	require.True(t, cosmos.WaitForCheckpoints(ctx, t, 150*time.Second),
+	require.True(t, cosmos.WaitForCheckpoints(ctx, t, time.Duration(deadline.Seconds(150))*time.Second),
 		"the processor should checkpoint every lease at the end of its partition within 150 s")
 }
 
 // testNoLag: with every lease caught up, KEDA scales the processor to zero.
-func testNoLag(t *testing.T, kc *kubernetes.Clientset) {
+func testNoLag(t *testing.T, kc *kubernetes.Clientset, deadline azurehelper.Deadline) {
 	t.Log("--- testing no lag ---")
-	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, 24, 5),
+	require.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, deadline.Iterations(24, 5), 5),
 		"replica count should be 0 after 2 minutes")
 }
 
 // testScaleOutAndIn: lag in the container's one partition wakes the processor,
 // to one replica; it drains and checkpoints, and is scaled back to zero.
-func testScaleOutAndIn(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper) {
+func testScaleOutAndIn(ctx context.Context, t *testing.T, kc *kubernetes.Clientset, cosmos *azurehelper.CosmosDBHelper, deadline azurehelper.Deadline) {
 	t.Log("--- testing scale out ---")
-	writeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	writeCtx, cancel := deadline.Context(ctx, 30*time.Second)
 	defer cancel()
-	cosmos.InsertItemsIntoEveryPartition(writeCtx, t, cosmos.Container, 3*lagThreshold)
+	cosmos.InsertItems(writeCtx, t, cosmos.Container, 3*lagThreshold)
 	lag, err := cosmos.ReadLag(writeCtx, cosmos.Container, cosmos.ProcessorName)
 	require.NoError(t, err)
 	t.Logf("lag: %+v", lag)
-	assert.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, 24, 5),
+	assert.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 1, deadline.Iterations(24, 5), 5),
 		"replica count should be 1 after 2 minutes")
 
 	t.Log("--- testing scale in ---")
-	assert.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, 36, 5),
+	assert.True(t, WaitForDeploymentReplicaReadyCount(t, kc, deploymentName, testNamespace, 0, deadline.Iterations(36, 5), 5),
 		"replica count should be 0 after 3 minutes, the processor having drained the lag")
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -145,49 +147,132 @@ func NewCosmosDBHelper(t *testing.T, connectionString, testName string) *CosmosD
 // Endpoint is the account endpoint, as a trigger names it for bearer tokens.
 func (c *CosmosDBHelper) Endpoint() string { return c.endpoint + "/" }
 
-// CleanupTimeout bounds each deletion a cleanup makes.
+// CleanupTimeout bounds each Cosmos DB deletion a cleanup makes.
 const CleanupTimeout = 30 * time.Second
 
-// CreateNamespace creates the suite's namespace, within 30 s, after
-// registering its deletion (t.Cleanup; KEDA's DeleteNamespace, which does not
-// wait for the namespace to go, so a suite's worst case stays bounded).
+// NamespaceDeletionTimeout bounds the wait for a namespace to be gone, at a
+// suite's start (a leftover of an earlier attempt) and in its cleanup.
+const NamespaceDeletionTimeout = 90 * time.Second
+
+// ProvisionedThroughputEnv names the environment variable that says the
+// account is a provisioned-throughput one ("true"). Only then does a suite
+// create a container with throughput: a serverless account (the one
+// kedacore/testing-infrastructure creates) refuses throughput, and its
+// containers start with one physical partition.
+const ProvisionedThroughputEnv = "TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT"
+
+// Provisioned reports whether ProvisionedThroughputEnv is "true".
+func Provisioned() bool { return strings.EqualFold(os.Getenv(ProvisionedThroughputEnv), "true") }
+
+// Deadline bounds a suite: every wait of its steps is cut to the time left
+// before it, so that the steps end by it and the cleanups (which have
+// timeouts of their own) follow.
+type Deadline time.Time
+
+// NewDeadline is the deadline for a suite's steps: d from now.
+func NewDeadline(d time.Duration) Deadline { return Deadline(time.Now().Add(d)) }
+
+// Iterations is n, or fewer, so that n polls intervalSeconds apart end by
+// the deadline; at least 1 (KEDA's wait helpers then wait one interval).
+func (d Deadline) Iterations(n, intervalSeconds int) int {
+	left := int(time.Until(time.Time(d)) / (time.Duration(intervalSeconds) * time.Second))
+	return max(1, min(n, left))
+}
+
+// Seconds is s, or the seconds left before the deadline if fewer; at least 1.
+func (d Deadline) Seconds(s int) int {
+	return max(1, min(s, int(time.Until(time.Time(d))/time.Second)))
+}
+
+// Context is a context that ends after timeout or at the deadline, whichever is first.
+func (d Deadline) Context(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(timeout)
+	if time.Time(d).Before(deadline) {
+		deadline = time.Time(d)
+	}
+	return context.WithDeadline(parent, deadline)
+}
+
+// CreateNamespace creates the suite's namespace after removing a leftover of
+// an earlier attempt (KEDA's e2e runner retries a failed test at once) and
+// waiting until it is gone, up to NamespaceDeletionTimeout. Its deletion is
+// registered first (t.Cleanup), and waits until the namespace is gone too,
+// so that a retry does not meet it terminating.
 func CreateNamespace(t *testing.T, kc *kubernetes.Clientset, name string) {
-	t.Cleanup(func() { helper.DeleteNamespace(t, name) })
+	t.Cleanup(func() { deleteNamespace(t, kc, name) })
+	deleteNamespace(t, kc, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"type": "e2e"}}}, metav1.CreateOptions{})
 	require.NoErrorf(t, err, "cannot create namespace %s", name)
 }
 
-// CreateDatabase creates the database with a one-partition monitored
-// container ("items") and a one-partition lease container, both partitioned
-// by /id and given 1,000 RU/s autoscale, the least there is. The database's
-// deletion is registered (t.Cleanup) before it is created, and deletes the
-// containers with it.
+// deleteNamespace deletes a namespace (with a grace period of 0, as KEDA's
+// DeleteNamespace) and waits up to NamespaceDeletionTimeout until it is gone.
+func deleteNamespace(t *testing.T, kc *kubernetes.Clientset, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), NamespaceDeletionTimeout)
+	defer cancel()
+	grace := int64(0)
+	err := kc.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Errorf("cannot delete namespace %s: %v", name, err)
+		return
+	}
+	t.Logf("waiting up to %v for namespace %s to be deleted", NamespaceDeletionTimeout, name)
+	err = helper.KedaEventually(ctx, func(ctx context.Context) (bool, error) {
+		_, err := kc.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, nil // still there, or this read could not tell
+	}, 2*time.Second)
+	if err != nil {
+		t.Errorf("namespace %s was not deleted within %v: %v", name, NamespaceDeletionTimeout, err)
+	}
+}
+
+// CreateDatabase creates the database with a monitored container ("items")
+// and a lease container, both partitioned by /id and created without
+// throughput, as a serverless account requires (on a provisioned-throughput
+// account each gets the service's default, 400 RU/s); each starts with one
+// physical partition. The database's deletion is registered (t.Cleanup)
+// before it is created, and deletes the containers with it.
 func (c *CosmosDBHelper) CreateDatabase(ctx context.Context, t *testing.T) {
 	t.Cleanup(func() { c.delete(t, "dbs/"+c.DatabaseID) })
 	reply, err := c.send(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": c.DatabaseID})
 	require.NoErrorf(t, err, "cannot create database %s", c.DatabaseID)
 	c.dbRID = rid(t, reply)
-	c.Container = c.createContainer(ctx, t, "items", 1)
-	c.createContainer(ctx, t, c.LeaseContainerID, 1)
+	c.Container = c.createContainer(ctx, t, "items", 0)
+	c.createContainer(ctx, t, c.LeaseContainerID, 0)
 }
 
 // CreateContainer creates another monitored container with at least the
-// given number of physical partitions; its deletion is registered (t.Cleanup)
-// before it is created, so it goes when t (a step's subtest) ends.
+// given number of physical partitions, on a provisioned-throughput account
+// only (Provisioned; the caller skips otherwise); its deletion is registered
+// (t.Cleanup) before it is created, so it goes when t (a step's subtest) ends.
 //
-// A container gets the least autoscale maximum that yields its partitions:
-// one per 10,000 RU/s of the maximum (learn.microsoft.com/azure/cosmos-db/:
-// concepts-limits, scaling-provisioned-throughput-best-practices), so n
-// partitions take (n-1)*10,000 + 1,000 RU/s: 11,000 for two.
+// It is given the least autoscale maximum that yields its partitions: one
+// physical partition per 10,000 RU/s of the maximum, rounded up
+// (learn.microsoft.com/azure/cosmos-db/: concepts-limits,
+// scaling-provisioned-throughput-best-practices), so n partitions take
+// (n-1)*10,000 + 1,000 RU/s: 11,000 for two. The helper checks the count
+// the service reports.
 func (c *CosmosDBHelper) CreateContainer(ctx context.Context, t *testing.T, id string, partitions int) CosmosDBContainer {
+	require.Truef(t, Provisioned(), "CreateContainer needs a provisioned-throughput account (%s=true)", ProvisionedThroughputEnv)
 	t.Cleanup(func() { c.delete(t, c.containerLink(id)) })
 	return c.createContainer(ctx, t, id, partitions)
 }
 
+// createContainer creates a container: without throughput for partitions 0,
+// else with the autoscale maximum CreateContainer describes.
 func (c *CosmosDBHelper) createContainer(ctx context.Context, t *testing.T, id string, partitions int) CosmosDBContainer {
-	headers := map[string]string{"x-ms-cosmos-offer-autopilot-settings": fmt.Sprintf(`{"maxThroughput":%d}`, (partitions-1)*10000+1000)}
+	headers := map[string]string{}
+	if partitions > 0 {
+		headers["x-ms-cosmos-offer-autopilot-settings"] = fmt.Sprintf(`{"maxThroughput":%d}`, (partitions-1)*10000+1000)
+	}
 	reply, err := c.send(ctx, http.MethodPost, "dbs/"+c.DatabaseID+"/colls", headers, map[string]any{
 		"id":           id,
 		"partitionKey": map[string]any{"paths": []string{"/id"}, "kind": "Hash", "version": 2},
@@ -210,7 +295,7 @@ func (c *CosmosDBHelper) createContainer(ctx context.Context, t *testing.T, id s
 			break
 		}
 	}
-	require.GreaterOrEqualf(t, len(container.ranges), partitions, "container %s should have at least %d physical partitions", id, partitions)
+	require.GreaterOrEqualf(t, len(container.ranges), max(partitions, 1), "container %s should have at least %d physical partitions", id, partitions)
 	t.Logf("container %s/%s has %d physical partition(s)", c.DatabaseID, id, len(container.ranges))
 	return container
 }
