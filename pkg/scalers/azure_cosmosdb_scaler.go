@@ -192,5 +192,9 @@ func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, su
 		"totalLag", summary.TotalLag, "metric", summary.Metric, "duration", duration)
 }
 
-// Close has nothing to release: connections belong to KEDA's shared transport.
-func (s *azureCosmosDBScaler) Close(context.Context) error { return nil }
+// Close releases the scaler's hold on its accounts' shared request bound and
+// its shared credential; connections belong to KEDA's shared transport.
+func (s *azureCosmosDBScaler) Close(context.Context) error {
+	s.estimator.Close()
+	return nil
+}

@@ -29,14 +29,20 @@ const (
 )
 
 // CosmosDBClient sends requests to one account through one azcore pipeline
-// on KEDA's HTTP client, whose timeout bounds each try.
+// on KEDA's HTTP client, whose timeout bounds each try, within the
+// account's bound shared by every client of the process.
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
+	release  func() // the account's slots and conn's credential
 }
 
-// NewCosmosDBClient signs requests with conn's key, or sends its bearer token.
+// NewCosmosDBClient signs requests with conn's key, or sends its bearer
+// token. Close releases what it shares with the other clients.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
+	slots, releaseSlots, _ := cosmosDBAccountSlots.acquire(cosmosDBAccountKey(conn.Endpoint), func() (chan struct{}, error) {
+		return make(chan struct{}, cosmosDBAccountRequests), nil
+	})
 	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key, plainHTTP: base64.StdEncoding.EncodeToString(conn.key) == cosmosDBEmulatorKey}
 	if !conn.UsesKey() {
 		auth = runtime.NewBearerTokenPolicy(conn.token, []string{conn.scope}, &policy.BearerTokenOptions{
@@ -67,10 +73,22 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
 		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
-	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}}},
-		&policy.ClientOptions{Transport: transport, Retry: retry})
-	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline}
+	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
+		PerCall:  []policy.Policy{cosmosDBAccountLimitPolicy{slots: slots}},
+		PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}},
+	}, &policy.ClientOptions{Transport: transport, Retry: retry})
+	release := func() {
+		releaseSlots()
+		if conn.releaseToken != nil {
+			conn.releaseToken()
+		}
+	}
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, release: release}
 }
+
+// Close releases the client's hold on its account's bound and on its
+// credential, dropped with the last client; it may be called more than once.
+func (c *CosmosDBClient) Close() { c.release() }
 
 // url is the address of a resource of the account: dbs/{db}/colls/{container}/...
 func (c *CosmosDBClient) url(path ...string) string { return c.endpoint.JoinPath(path...).String() }

@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -49,10 +50,11 @@ func (CosmosDBSecret) String() string { return "[redacted]" }
 
 // CosmosDBConnection is one account's endpoint and its key or token.
 type CosmosDBConnection struct {
-	Endpoint *url.URL
-	key      []byte
-	token    azcore.TokenCredential
-	scope    string
+	Endpoint     *url.URL
+	key          []byte
+	token        azcore.TokenCredential // shared by the process's connections of one identity
+	scope        string
+	releaseToken func() // releases token; its client's Close calls it
 }
 
 // UsesKey reports whether requests to the account are signed with its key.
@@ -86,18 +88,26 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 	if data.UsesKey() && lease.UsesKey() {
 		return data, lease, nil
 	}
-	cred, scope, err := newCosmosDBTokenCredential(auth, tokenParams, transport, logger)
+	keyless := "the lease account (leaseEndpoint)"
+	if !data.UsesKey() {
+		keyless = "the data account (endpoint)"
+	}
+	source, err := newCosmosDBTokenCredential(auth, tokenParams, transport, logger)
 	if err != nil {
-		keyless := "the lease account (leaseEndpoint)"
-		if !data.UsesKey() {
-			keyless = "the data account (endpoint)"
-		}
 		return nil, nil, fmt.Errorf("%s has no account key: %w", keyless, err)
 	}
+	// Each keyless connection holds the identity's shared credential.
 	for _, a := range []*CosmosDBConnection{data, lease} {
-		if !a.UsesKey() {
-			a.token, a.scope = cred, scope
+		if a.UsesKey() {
+			continue
 		}
+		if a.token, a.releaseToken, err = cosmosDBCredentials.acquire(source.key, source.build); err != nil {
+			if data.releaseToken != nil {
+				data.releaseToken()
+			}
+			return nil, nil, fmt.Errorf("%s has no account key: %w", keyless, err)
+		}
+		a.scope = source.key.scope
 	}
 	return data, lease, nil
 }
@@ -189,16 +199,16 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}, nil
 }
 
-// newCosmosDBTokenCredential returns the token credential and scope of the
-// keyless accounts (their endpoint parameters by connection), after checking
-// where the token may go.
-func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+// newCosmosDBTokenCredential returns the token credential (to build) and
+// scope of the keyless accounts (their endpoint parameters by connection),
+// after checking where the token may go.
+func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (cosmosDBTokenSource, error) {
 	switch auth.PodIdentity.Provider {
 	case v1alpha1.PodIdentityProviderAzureWorkload:
 		return newCosmosDBWorkloadCredential(auth, accounts, transport, logger)
 	case "", v1alpha1.PodIdentityProviderNone:
 	default:
-		return nil, "", fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
+		return cosmosDBTokenSource{}, fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
 	}
 	for _, param := range []string{"endpoint", "leaseEndpoint"} {
 		for a, p := range accounts {
@@ -206,7 +216,7 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 				continue
 			}
 			if err := checkCosmosDBEndpoint(auth, a.Endpoint, "", param, auth.tokenFromTriggerAuthentication()); err != nil {
-				return nil, "", err
+				return cosmosDBTokenSource{}, err
 			}
 		}
 	}
@@ -215,49 +225,54 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 		return env.ResourceIdentifiers.CosmosDB, nil
 	})
 	if err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	if _, err := cosmosDBHost("cosmosDBResourceURL", resource); err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	if err := checkCosmosDBTokenResource(auth); err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
 	if err := checkCosmosDBServicePrincipal(auth); err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	authority, err := ParseActiveDirectoryEndpoint(settings)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w for service-principal authentication", err)
+		return cosmosDBTokenSource{}, fmt.Errorf("%w for service-principal authentication", err)
 	}
 	authorityHost, err := cosmosDBHost("activeDirectoryEndpoint", authority)
 	if err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	if err := checkCosmosDBAuthority(auth, authorityHost); err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
-	options := &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}},
-		// A private authority is unknown to the public instance discovery.
-		DisableInstanceDiscovery: strings.EqualFold(auth.Cloud, PrivateCloud),
-	}
-	cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
-	if err != nil {
-		return nil, "", fmt.Errorf("tenantId/clientId/activeDirectoryEndpoint: %s", cosmosDBExcerpt(err.Error())) // holds no secret
-	}
-	return cred, scope, nil
+	// A private authority is unknown to the public instance discovery.
+	private := strings.EqualFold(auth.Cloud, PrivateCloud)
+	key := cosmosDBTokenKey{kind: "service principal", tenant: auth.TenantID, clientID: auth.ClientID,
+		secretHash: sha256.Sum256([]byte(auth.ClientSecret)), authority: authority, private: private, scope: scope, transport: cosmosDBTransportKey(transport)}
+	return cosmosDBTokenSource{key: key, build: func() (azcore.TokenCredential, error) {
+		options := &azidentity.ClientSecretCredentialOptions{
+			ClientOptions:            azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: authority}},
+			DisableInstanceDiscovery: private,
+		}
+		cred, err := azidentity.NewClientSecretCredential(auth.TenantID, auth.ClientID, string(auth.ClientSecret), options)
+		if err != nil {
+			return nil, fmt.Errorf("tenantId/clientId/activeDirectoryEndpoint: %s", cosmosDBExcerpt(err.Error())) // holds no secret
+		}
+		return cred, nil
+	}}, nil
 }
 
 // newCosmosDBWorkloadCredential returns KEDA's workload identity for the
 // accounts, which must be under the cloud's Cosmos DB domains, and a scope
 // of the cloud's audience (cosmosDBWorkloadCloud). Whoever wrote the trigger
 // or its TriggerAuthentication, the identity is the KEDA operator's.
-func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (azcore.TokenCredential, string, error) {
+func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (cosmosDBTokenSource, error) {
 	workloadCloud, err := cosmosDBWorkloadCloud(auth)
 	if err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	var endpoints []*url.URL
 	for _, param := range []string{"endpoint", "leaseEndpoint"} {
@@ -266,7 +281,7 @@ func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConn
 				continue
 			}
 			if err := checkCosmosDBWorkloadEndpoint(auth, workloadCloud, a.Endpoint, param); err != nil {
-				return nil, "", err
+				return cosmosDBTokenSource{}, err
 			}
 			endpoints = append(endpoints, &url.URL{Scheme: a.Endpoint.Scheme, Host: a.Endpoint.Host})
 		}
@@ -277,29 +292,38 @@ func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConn
 		resource = strings.TrimSpace(auth.CosmosDBResourceURL)
 	}
 	if err := checkCosmosDBWorkloadAudience(workloadCloud, resource, endpoints); err != nil {
-		return nil, "", err
+		return cosmosDBTokenSource{}, err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
+	// The operator's identity (its environment), or the identityId and
+	// identityTenantId the TriggerAuthentication names.
+	key := cosmosDBTokenKey{kind: "workload identity", tenant: auth.PodIdentity.GetIdentityTenantID(), clientID: auth.PodIdentity.GetIdentityID(),
+		private: private, scope: scope, transport: cosmosDBTransportKey(transport)}
 	if !private {
-		cred, err := NewChainedCredential(logger, auth.PodIdentity)
-		if err != nil {
-			return nil, "", fmt.Errorf("azure-workload identity: %w", err)
-		}
-		return cred, scope, nil
+		return cosmosDBTokenSource{key: key, build: func() (azcore.TokenCredential, error) {
+			cred, err := NewChainedCredential(logger, auth.PodIdentity)
+			if err != nil {
+				return nil, fmt.Errorf("azure-workload identity: %w", err)
+			}
+			return cred, nil
+		}}, nil
 	}
 	// The operator's authority; a private authority is unknown to the
 	// public instance discovery.
-	options := &azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions:            azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: workloadCloud.authority}},
-		ClientID:                 auth.PodIdentity.GetIdentityID(),
-		TenantID:                 auth.PodIdentity.GetIdentityTenantID(),
-		DisableInstanceDiscovery: true,
-	}
-	cred, err := azidentity.NewWorkloadIdentityCredential(options)
-	if err != nil {
-		return nil, "", fmt.Errorf("azure-workload identity: %s", cosmosDBExcerpt(err.Error()))
-	}
-	return cred, scope, nil
+	key.authority = workloadCloud.authority
+	return cosmosDBTokenSource{key: key, build: func() (azcore.TokenCredential, error) {
+		options := &azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions:            azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: workloadCloud.authority}},
+			ClientID:                 auth.PodIdentity.GetIdentityID(),
+			TenantID:                 auth.PodIdentity.GetIdentityTenantID(),
+			DisableInstanceDiscovery: true,
+		}
+		cred, err := azidentity.NewWorkloadIdentityCredential(options)
+		if err != nil {
+			return nil, fmt.Errorf("azure-workload identity: %s", cosmosDBExcerpt(err.Error()))
+		}
+		return cred, nil
+	}}, nil
 }
 
 func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {

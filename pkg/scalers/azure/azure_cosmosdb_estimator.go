@@ -89,6 +89,13 @@ func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContain
 	return &CosmosDBLagEstimator{data: data, leases: leases, names: names, docs: data.url("dbs", names.Database, "colls", names.Container, "docs")}
 }
 
+// Close releases the clients' holds on what the process's scalers share
+// (their accounts' bound, their credential).
+func (e *CosmosDBLagEstimator) Close() {
+	e.data.Close()
+	e.leases.Close()
+}
+
 // errCosmosDBContainerChanged: the RIDs in hand no longer name the monitored
 // container (deleted and created again: a restore, a redeploy).
 var errCosmosDBContainerChanged = errors.New("the monitored container is not the one whose RIDs were read")
