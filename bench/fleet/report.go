@@ -220,13 +220,28 @@ func svgPlot(results []clientResult) string {
 	}
 	conns := func(g group) float64 { return g.med(func(r clientResult) float64 { return float64(r.ConnsPeak) }) }
 	gs := groups(results)
-	lines := func(y func(group) float64) []series {
-		return []series{
-			{"ours, steady", "#1f77b4", "", "ours", "steady", y},
-			{"ours, restart", "#1f77b4", "6,4", "ours", "restart", y},
-			{"v2.21.0, steady", "#d62728", "", "keda-v2.21.0", "steady", y},
-			{"v2.21.0, restart", "#d62728", "6,4", "keda-v2.21.0", "restart", y},
+	// One colour per implementation, in the tables' order (ours and
+	// v2.21.0 keep theirs); steady solid, restart dashed.
+	var impls []string
+	for _, g := range gs {
+		if !slices.Contains(impls, g.key.Impl) {
+			impls = append(impls, g.key.Impl)
 		}
+	}
+	palette := []string{"#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+	lines := func(y func(group) float64) []series {
+		var ss []series
+		for i, impl := range impls {
+			name, color := impl, palette[i%len(palette)]
+			switch impl {
+			case "ours":
+				color = "#1f77b4"
+			case "keda-v2.21.0":
+				name, color = "v2.21.0", "#d62728"
+			}
+			ss = append(ss, series{name + ", steady", color, "", impl, "steady", y}, series{name + ", restart", color, "6,4", impl, "restart", y})
+		}
+		return ss
 	}
 	var b strings.Builder
 	const w, h = 980, 420

@@ -41,7 +41,7 @@ func parseConfigs(s string) ([]fleetConfig, error) {
 func runAll(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	configs := fs.String("sizes", "1x100,10x100,100x100,500x100,1000x100,100x1000", "fleet sizes NxL: N ScaledObjects of L leases")
-	impls := fs.String("impls", "ours,keda-v2.21.0", "implementations")
+	impls := fs.String("impls", "ours,keda-v2.21.0", "implementations; LABEL=PATH is another build's fleet binary polling with its own \"ours\" (a before/after comparison in one run)")
 	shapes := fs.String("shapes", "steady,restart", "steady, restart")
 	auth := fs.String("auth", "key", "key or workload")
 	reps := fs.Int("reps", 2, "repetitions of each (size, shape, implementation)")
@@ -163,7 +163,11 @@ func startServer(self string, size fleetConfig, latency time.Duration, throttle 
 }
 
 func runFleet(self string, ready serverReady, impl, shape, auth string, size fleetConfig, pi, hpa, window time.Duration) (clientResult, error) {
-	cmd := exec.Command(self, "client", "-impl", impl, "-shape", shape, "-auth", auth,
+	label, binary := impl, self
+	if l, path, ok := strings.Cut(impl, "="); ok {
+		label, binary, impl = l, path, "ours"
+	}
+	cmd := exec.Command(binary, "client", "-impl", impl, "-shape", shape, "-auth", auth,
 		"-n", strconv.Itoa(size.N), "-leases", strconv.Itoa(size.L),
 		"-endpoint", ready.Endpoint, "-key", ready.Key, "-control", ready.Control,
 		"-polling-interval", pi.String(), "-hpa-period", hpa.String(), "-window", window.String())
@@ -191,6 +195,7 @@ func runFleet(self string, ready serverReady, impl, shape, auth string, size fle
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return clientResult{}, fmt.Errorf("result: %w: %s", err, lastLines(stdout.String(), 3))
 	}
+	r.Impl = label
 	return r, nil
 }
 
