@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
 // testCosmosDBGate is a transport that counts the Cosmos DB requests in
@@ -321,4 +325,52 @@ func testCosmosDBCredentialKeys(clientID string) []cosmosDBTokenKey {
 		}
 	}
 	return keys
+}
+
+func TestCosmosDBOneTokenPerWorkloadIdentity(t *testing.T) {
+	// KEDA's workload identity on a private cloud (its credential takes the
+	// scaler's transport): scalers of one identity share one token; an
+	// identityId of the TriggerAuthentication is another identity.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600))
+	t.Setenv("AZURE_CLIENT_ID", "client-wi-share")
+	t.Setenv("AZURE_TENANT_ID", "tenant-wi-share")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
+	t.Setenv(CosmosDBPrivateCloudEnv, "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
+	const host = "wi-share.cosmos.private.example"
+	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
+	scaler := func(identityID string) *CosmosDBLagEstimator {
+		t.Helper()
+		auth := CosmosDBAuth{Endpoint: "https://" + host + "/", Cloud: "Private",
+			PodIdentity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}}
+		if identityID != "" {
+			auth.PodIdentity.IdentityID = &identityID
+		}
+		data, leases, err := ResolveCosmosDBConnections(givenIn(auth), tr, logr.Discard())
+		require.NoError(t, err)
+		e := NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr),
+			CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
+		t.Cleanup(e.Close)
+		return e
+	}
+	tokenClients := func() (ids []string) {
+		for _, r := range tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/oauth2/v2.0/token") }) {
+			form, err := url.ParseQuery(r.body)
+			require.NoError(t, err)
+			ids = append(ids, form.Get("client_id"))
+		}
+		return ids
+	}
+
+	var polls []<-chan error
+	for range 3 {
+		polls = append(polls, estimateAsync(context.Background(), scaler("")))
+	}
+	for _, p := range polls {
+		require.NoError(t, <-p)
+	}
+	assert.Equal(t, []string{"client-wi-share"}, tokenClients(), "one token request for three scalers")
+
+	require.NoError(t, <-estimateAsync(context.Background(), scaler("other-identity")))
+	assert.Equal(t, []string{"client-wi-share", "other-identity"}, tokenClients())
 }
