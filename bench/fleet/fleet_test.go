@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ func countedServer(t *testing.T, next http.Handler, budget float64) (string, *co
 	if err != nil {
 		t.Fatal(err)
 	}
-	served, c, closeFn, err := serveCounted(next, "http://own.example/", cert, budget)
+	served, c, closeFn, err := serveCounted(next, "http://own.example/", cert, ca.Certificate, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +181,52 @@ func TestAbortedRequestLeavesTheCount(t *testing.T) {
 			t.Fatalf("%d requests still counted in flight", inFlight)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The account under workloadHost is reached through the harness's CONNECT
+// proxy, TLS end to end, each tunnel one counted connection.
+func TestWorkloadHostTunnelsToTheCountedListener(t *testing.T) {
+	ca, err := entraidtest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ca.Close)
+	cert, err := ca.Certificate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, c, closeFn, err := serveCounted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Host)
+	}), "http://own.example/", cert, ca.Certificate, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	proxy, err := serveTunnels(strings.TrimSuffix(strings.TrimPrefix(served, "https://"), "/"), "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyURL, _ := url.Parse(proxy)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CAPEM())
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyURL(proxyURL)}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	for range 2 {
+		resp, err := client.Get("https://" + workloadHost + "/dbs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != workloadHost {
+			t.Fatalf("answered for %q, want %q", body, workloadHost)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.accepted != 1 || c.requests != 2 {
+		t.Fatalf("accepted %d connections and %d requests; want 1 and 2", c.accepted, c.requests)
 	}
 }

@@ -167,9 +167,13 @@ func runFleet(self string, ready serverReady, impl, shape, auth string, size fle
 	if l, path, ok := strings.Cut(impl, "="); ok {
 		label, binary, impl = l, path, "ours"
 	}
+	endpoint := ready.Endpoint
+	if auth == "workload" && ready.WorkloadEndpoint != "" {
+		endpoint = ready.WorkloadEndpoint
+	}
 	cmd := exec.Command(binary, "client", "-impl", impl, "-shape", shape, "-auth", auth,
 		"-n", strconv.Itoa(size.N), "-leases", strconv.Itoa(size.L),
-		"-endpoint", ready.Endpoint, "-key", ready.Key, "-control", ready.Control,
+		"-endpoint", endpoint, "-key", ready.Key, "-control", ready.Control,
 		"-polling-interval", pi.String(), "-hpa-period", hpa.String(), "-window", window.String())
 	env := append(os.Environ(), "SSL_CERT_FILE="+ready.CAFile, "HTTPS_PROXY="+ready.HTTPSProxy, "NO_PROXY=", "no_proxy=")
 	if auth == "workload" {

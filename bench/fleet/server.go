@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +40,15 @@ type serverReady struct {
 	Key        string
 	Issuer     string // the Entra ID test issuer (AZURE_AUTHORITY_HOST)
 	CAFile     string // the issuer's CA, which also signs the account's certificate (SSL_CERT_FILE)
-	HTTPSProxy string // the issuer's CONNECT proxy for Entra ID's public hosts (HTTPS_PROXY)
+	HTTPSProxy string // a CONNECT proxy: workloadHost to the account, Entra ID's public hosts to the issuer (HTTPS_PROXY)
+	// WorkloadEndpoint is the account under workloadHost (counted too):
+	// the scaler sends workload identity only to the cloud's Cosmos DB domains.
+	WorkloadEndpoint string
 }
+
+// workloadHost names the account for workload identity; the harness's
+// CONNECT proxy tunnels it to the counted listener.
+const workloadHost = "fleet.documents.azure.com"
 
 // serverStats is what the control endpoint returns: peaks since the last reset.
 type serverStats struct {
@@ -261,11 +270,15 @@ func runServer(args []string) error {
 	if err != nil {
 		return err
 	}
-	served, c, closeServed, err := serveCounted(srv.Handler, srv.URL(), cert, *budget)
+	served, c, closeServed, err := serveCounted(srv.Handler, srv.URL(), cert, issuer.Certificate, *budget)
 	if err != nil {
 		return err
 	}
 	defer closeServed()
+	proxy, err := serveTunnels(strings.TrimSuffix(strings.TrimPrefix(served, "https://"), "/"), strings.TrimPrefix(os.Getenv("HTTPS_PROXY"), "http://"))
+	if err != nil {
+		return err
+	}
 
 	start := cpuSeconds()
 	ctl, err := net.Listen("tcp", "127.0.0.1:0")
@@ -293,7 +306,7 @@ func runServer(args []string) error {
 	go func() { _ = http.Serve(ctl, mux) }()
 
 	ready := serverReady{Endpoint: served, Control: "http://" + ctl.Addr().String(), Key: srv.Key(), Issuer: issuer.URL(),
-		CAFile: os.Getenv("SSL_CERT_FILE"), HTTPSProxy: os.Getenv("HTTPS_PROXY")}
+		CAFile: os.Getenv("SSL_CERT_FILE"), HTTPSProxy: proxy, WorkloadEndpoint: "https://" + workloadHost + "/"}
 	if err := json.NewEncoder(os.Stdout).Encode(ready); err != nil {
 		return err
 	}
@@ -306,7 +319,7 @@ func runServer(args []string) error {
 // 127.0.0.1, counting its connections and requests; budget is the
 // requests per second it admits (0 = all). ownURL is the account's own
 // address, replaced by the new one in the account read's answer.
-func serveCounted(next http.Handler, ownURL string, cert *tls.Certificate, budget float64) (served string, c *counters, closeFn func(), err error) {
+func serveCounted(next http.Handler, ownURL string, cert *tls.Certificate, named func(host string) (*tls.Certificate, error), budget float64) (served string, c *counters, closeFn func(), err error) {
 	c = &counters{budget: budget, tokens: budget, last: time.Now(), retryAfterMin: 5 * time.Millisecond}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -316,8 +329,9 @@ func serveCounted(next http.Handler, ownURL string, cert *tls.Certificate, budge
 	hs := &http.Server{
 		Handler:           &fleetHandler{next: next, c: c, ownURL: ownURL, servedURL: served},
 		ReadHeaderTimeout: time.Minute,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"}},
-		ErrorLog:          log.New(io.Discard, "", 0), // accept errors when the process runs out of descriptors
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"},
+			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) { return named(hello.ServerName) }}, // asked only with SNI
+		ErrorLog: log.New(io.Discard, "", 0), // accept errors when the process runs out of descriptors
 	}
 	go func() { _ = hs.ServeTLS(countingListener{Listener: ln, c: c}, "", "") }()
 	c.closeIdle = func() {
@@ -348,4 +362,58 @@ func populate(srv *cosmostest.Server, processors, leases, pending int) error {
 		}
 	}
 	return nil
+}
+
+// serveTunnels is a CONNECT proxy on 127.0.0.1: a tunnel to workloadHost is
+// spliced to the counted listener at account (one tunnel, one counted
+// connection, TLS end to end); any other request goes to the issuer's proxy
+// at issuerProxy.
+func serveTunnels(account, issuerProxy string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go tunnel(conn, account, issuerProxy)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+func tunnel(conn net.Conn, account, issuerProxy string) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	toAccount := req.Method == http.MethodConnect && req.URL.Hostname() == workloadHost
+	target := issuerProxy
+	if toAccount {
+		target = account
+	}
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	if toAccount {
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+	} else if err := req.Write(up); err != nil { // the issuer's proxy answers it
+		return
+	}
+	go func() {
+		_, _ = io.Copy(up, br)
+		if tc, ok := up.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	_, _ = io.Copy(conn, up)
 }
