@@ -79,7 +79,7 @@ func runAll(args []string) error {
 	began := time.Now()
 	var results []clientResult
 	for _, size := range sizes {
-		srv, ready, err := startServer(self, size, *latency, *throttle)
+		srv, ready, err := startServer(self, size, *latency, *throttle, *auth == "workload")
 		if err != nil {
 			return err
 		}
@@ -133,9 +133,9 @@ func (s *serverProc) stop() {
 	}
 }
 
-func startServer(self string, size fleetConfig, latency time.Duration, throttle float64) (*serverProc, serverReady, error) {
+func startServer(self string, size fleetConfig, latency time.Duration, throttle float64, workload bool) (*serverProc, serverReady, error) {
 	cmd := exec.Command(self, "server", "-n", strconv.Itoa(size.N), "-leases", strconv.Itoa(size.L),
-		"-latency", latency.String(), "-throttle", strconv.FormatFloat(throttle, 'f', -1, 64))
+		"-latency", latency.String(), "-throttle", strconv.FormatFloat(throttle, 'f', -1, 64), "-workload="+strconv.FormatBool(workload))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

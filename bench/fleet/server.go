@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -242,6 +243,7 @@ func runServer(args []string) error {
 	pending := fs.Int("pending", 3, "items pending per lease")
 	latency := fs.Duration("latency", 2*time.Millisecond, "added before every answer")
 	budget := fs.Float64("throttle", 0, "requests per second the account admits (0 = unlimited); beyond it, 429 with x-ms-retry-after-ms")
+	workload := fs.Bool("workload", false, "the leases name the account as workloadHost, the endpoint the fleet uses with workload identity")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -261,7 +263,11 @@ func runServer(args []string) error {
 		return err
 	}
 	defer srv.Close()
-	if err := populate(srv, *processors, *leases, *pending); err != nil {
+	leaseHost := "" // the server's own host
+	if *workload {
+		leaseHost = workloadHost
+	}
+	if err := populate(srv, *processors, *leases, *pending, leaseHost); err != nil {
 		return err
 	}
 	srv.Handler.SetLatency(*latency)
@@ -347,11 +353,14 @@ func serveCounted(next http.Handler, ownURL string, cert *tls.Certificate, named
 // processor "proc-i"'s .NET v0 leases, checkpointed at the ranges' current
 // LSN; then `pending` items are written to every range, so every processor
 // lags by leases*pending items.
-func populate(srv *cosmostest.Server, processors, leases, pending int) error {
+func populate(srv *cosmostest.Server, processors, leases, pending int, leaseHost string) error {
 	db := srv.Account.CreateDatabase("appdb")
 	monitored := db.CreateContainer("orders", "/customerId", leases)
 	for i := range processors {
 		w := leasetest.NewWriter(fmt.Sprintf("proc-%d", i), monitored, db.CreateContainer(fmt.Sprintf("leases-%d", i), "/id", 1), cosmostest.DotNetV0)
+		if leaseHost != "" {
+			w.AccountHost = leaseHost // lease ids name the account as the scalers' endpoint does
+		}
 		if _, err := w.CreateLeases(true); err != nil {
 			return err
 		}
@@ -376,8 +385,12 @@ func serveTunnels(account, issuerProxy string) (string, error) {
 	go func() {
 		for {
 			conn, err := ln.Accept()
-			if err != nil {
+			if errors.Is(err, net.ErrClosed) {
 				return
+			}
+			if err != nil { // out of descriptors under a burst: keep serving
+				time.Sleep(10 * time.Millisecond)
+				continue
 			}
 			go tunnel(conn, account, issuerProxy)
 		}
