@@ -102,13 +102,13 @@ func cosmosDBPrivateCloudFromEnv() (cloud cosmosDBCloud, ok bool, err error) {
 	return cloud, true, nil
 }
 
-// isCosmosDBLoopback: emulators and tests over HTTPS (never KEDA's workload identity).
 // cosmosDBHost is a URL's host as compared: lower case, without port or
 // trailing dot.
 func cosmosDBHost(u *url.URL) string {
 	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 }
 
+// isCosmosDBLoopback: emulators and tests over HTTPS (never KEDA's workload identity).
 func isCosmosDBLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
