@@ -16,102 +16,6 @@ import (
 
 const checkNamespace = "cosmoslag-check-e2e"
 
-// Two ScaledObjects on their own database for cosmoslag check's cluster
-// form: "check-agree" reads the account with its connection string,
-// "check-badkey" with a wrong key (its Deployment starts at one replica, so
-// the HPA is running when KEDA's fallback applies). No scale-down
-// stabilization, so the HPA's desired count follows the metric at once.
-const checkManifests = `
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: {{.Namespace}}
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: cosmosdb
-  namespace: {{.Namespace}}
-type: Opaque
-stringData:
-  connection: "{{.Connection}}"
-  wrongKey: "{{.WrongKey}}"
-  endpoint: "{{.Endpoint}}"
-  cloud: Private
----
-apiVersion: keda.sh/v1alpha1
-kind: TriggerAuthentication
-metadata:
-  name: cosmosdb-connection
-  namespace: {{.Namespace}}
-spec:
-  secretTargetRef:
-  - {parameter: connection, name: cosmosdb, key: connection}
----
-apiVersion: keda.sh/v1alpha1
-kind: TriggerAuthentication
-metadata:
-  name: cosmosdb-wrong-key
-  namespace: {{.Namespace}}
-spec:
-  secretTargetRef:
-  - {parameter: cosmosDBKey, name: cosmosdb, key: wrongKey}
-  - {parameter: endpoint, name: cosmosdb, key: endpoint}
-  - {parameter: cloud, name: cosmosdb, key: cloud}
-{{range .Targets}}---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{.Name}}
-  namespace: {{$.Namespace}}
-spec:
-  replicas: {{.Replicas}}
-  selector:
-    matchLabels:
-      app: {{.Name}}
-  template:
-    metadata:
-      labels:
-        app: {{.Name}}
-    spec:
-      containers:
-      - name: processor
-        image: registry.invalid/placeholder:never-pulled
----
-apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata:
-  name: {{.Name}}
-  namespace: {{$.Namespace}}
-spec:
-  scaleTargetRef:
-    name: {{.Name}}
-  pollingInterval: 2
-  cooldownPeriod: 10
-  minReplicaCount: 0
-  maxReplicaCount: {{$.MaxReplicas}}
-  fallback:
-    failureThreshold: 3
-    replicas: {{$.FallbackReplicas}}
-  advanced:
-    horizontalPodAutoscalerConfig:
-      behavior:
-        scaleDown:
-          stabilizationWindowSeconds: 0
-  triggers:
-  - type: azure-cosmosdb
-    metadata:
-      databaseId: {{$.Database}}
-      containerId: {{$.Monitored}}
-      leaseDatabaseId: {{$.Database}}
-      leaseContainerId: {{$.Leases}}
-      processorName: {{$.Processor}}
-      changeFeedLagThreshold: "{{$.LagThreshold}}"
-      activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
-    authenticationRef:
-      name: {{.Auth}}
-{{end}}`
-
 // checkReportKEDA is the part of check's JSON document this test reads.
 type checkReportKEDA struct {
 	Metric   int64 `json:"metric"`
@@ -178,9 +82,13 @@ func TestCosmoslagCheckReadsTheClusterBesideKEDA(t *testing.T) {
 	if err := account.writeItems(ctx, db, monitored, items.Ranges[0].ID, 25); err != nil {
 		t.Fatal(err)
 	}
-	k.apply(t, checkManifests, manifestData{
+	// Two ScaledObjects of the main test's manifests on their own database:
+	// "check-agree" reads the account with its connection string,
+	// "check-badkey" with a wrong key (its Deployment starts at one replica,
+	// so the HPA is running when KEDA's fallback applies).
+	k.apply(t, manifests, manifestData{
 		Namespace: checkNamespace, Connection: account.connectionString(), Endpoint: account.endpoint,
-		WrongKey: strings.Repeat("A", 86) + "==",
+		Key: account.key, WrongKey: strings.Repeat("A", 86) + "==",
 		Database: db, Monitored: monitored, Leases: leases, Processor: processorName,
 		LagThreshold: lagThreshold, ActivationLagThreshold: activationLagThreshold,
 		MaxReplicas: maxReplicas, FallbackReplicas: fallbackReplicas,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // clusterExampleOutput runs the cluster form's example of the README and
@@ -17,7 +18,7 @@ import (
 // wanting 2.
 func clusterExampleOutput(t *testing.T, args []string) string {
 	t.Helper()
-	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func normalizeVarying(s string) string {
 // output, what varies from run to run aside (see clusterExampleOutput).
 func TestClusterExampleInTheDocsIsTheCommandsOutput(t *testing.T) {
 	for _, page := range []string{"README.md", "docs/usage.md"} {
-		block := docsBlock(t, page, "the objects from the cluster")
+		block := clitest.DocsBlock(t, page, "the objects from the cluster")
 		command, ok := strings.CutPrefix(block[0], "$ cosmoslag ")
 		if !ok {
 			t.Fatalf("%s's cluster example does not start with the command: %q", page, block[0])

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/serve"
 )
 
@@ -12,7 +13,7 @@ import (
 // like the ones it names: a ScaledObject default/orders-processor whose
 // trigger 0 takes its connection from a TriggerAuthentication's Secret.
 func TestReadmeValidateExampleIsTheCommandsOutput(t *testing.T) {
-	block := docsBlock(t, "README.md", "files offline, with the scaler's own constructor")
+	block := clitest.DocsBlock(t, "README.md", "files offline, with the scaler's own constructor")
 	command, ok := strings.CutPrefix(block[0], "$ go run ./cmd/cosmoslag ")
 	if !ok {
 		t.Fatalf("README.md's validate example does not start with the command: %q", block[0])
@@ -35,7 +36,7 @@ spec:
 	args := strings.Fields(command)
 	for i, a := range args {
 		if content, ok := files[a]; ok {
-			args[i] = writeFile(t, dir, a, content)
+			args[i] = clitest.WriteFile(t, dir, a, content)
 		}
 	}
 	code, stdout, stderr := runCmd(t, args...)
