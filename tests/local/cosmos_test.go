@@ -183,6 +183,18 @@ func (p *processor) catchUp(ctx context.Context, token string) error {
 	return err
 }
 
+// setOwner writes owner into the lease, as the processor host that holds
+// it does.
+func (p *processor) setOwner(ctx context.Context, token, owner string) error {
+	lease, err := p.readLease(ctx, token)
+	if err != nil {
+		return err
+	}
+	lease["Owner"] = owner
+	_, _, _, err = p.account.rest(ctx, http.MethodPut, p.leasePath(token), partitionKeyHeader(p.prefix+".."+token), lease, http.StatusOK)
+	return err
+}
+
 // followSplit does what a processor does when its range answers 410 after a
 // split: one lease per child range, starting from the parent's
 // continuation, then the parent lease goes.

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 // clusterExampleOutput runs the cluster form's example of the README and
@@ -44,27 +44,17 @@ func clusterExampleOutput(t *testing.T, args []string) string {
 	return stdout
 }
 
-// normalizeVarying replaces what varies from run to run in check's
-// output: the pending changes' ages and time, the cost's request units
-// and milliseconds.
-func normalizeVarying(s string) string {
-	s = regexp.MustCompile(`Oldest pending     \d+s ago \(lease (\d+), made \S+\)`).ReplaceAllString(s, "Oldest pending     AGE ago (lease $1, made TIME)")
-	s = regexp.MustCompile(`(?m)^(\d+\s+v0\s+LatestVersion\s+\S+\s+"\d+"\s+\d+\s+)\d+s$`).ReplaceAllString(s, "${1}AGE")
-	s = regexp.MustCompile(`Cost               (\d+) request\(s\), [\d.]+ RU, \d+ ms`).ReplaceAllString(s, "Cost               $1 request(s), RU RU, MS ms")
-	return strings.TrimRight(s, "\n")
-}
-
 // The README's and docs/usage.md's cluster form example is the command's
 // output, what varies from run to run aside (see clusterExampleOutput).
 func TestClusterExampleInTheDocsIsTheCommandsOutput(t *testing.T) {
 	for _, page := range []string{"README.md", "docs/usage.md"} {
-		block := clitest.DocsBlock(t, page, "the objects from the cluster")
+		block := testhelp.DocsBlock(t, page, "the objects from the cluster")
 		command, ok := strings.CutPrefix(block[0], "$ cosmoslag ")
 		if !ok {
 			t.Fatalf("%s's cluster example does not start with the command: %q", page, block[0])
 		}
 		got := clusterExampleOutput(t, strings.Fields(command))
-		if want := strings.Join(block[1:], "\n"); normalizeVarying(got) != normalizeVarying(want) {
+		if want := strings.Join(block[1:], "\n"); testhelp.NormalizeCheckOutput(got) != testhelp.NormalizeCheckOutput(want) {
 			t.Errorf("%s's cluster example differs from the output:\n%s\nwant (the docs):\n%s", page, got, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
@@ -345,7 +346,7 @@ func TestTuneFirstEstimateFails(t *testing.T) {
 // run on the ScaledObject it describes: the simulation runs on its own
 // clock from fixed seeds, so the output is the same on every run.
 func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(clitest.RepoRoot(t), "docs", "tuning.md"))
+	doc, err := os.ReadFile(filepath.Join(testhelp.RepoRoot(t), "docs", "tuning.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
