@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -191,20 +190,10 @@ spec:
 {{end}}`
 
 func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
-	if os.Getenv("E2E_LOCAL_MODE") == "external" {
-		t.Skip("in-tree mode only: in external-scaler mode KEDA is stock v2.21.0")
-	}
+	account, k := setUp(t, "intree")
 	ctx := context.Background()
 	// The in-process scaler logs through controller-runtime, as in KEDA.
 	logf.SetLogger(funcr.New(func(prefix, args string) { t.Log("scaler:", prefix, args) }, funcr.Options{}))
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	items, proc := firstStart(ctx, t, account, database)
 

@@ -71,18 +71,8 @@ func kubectlCosmoslag(t *testing.T, plugin string, args ...string) (code int, st
 // fallback and check says they disagree (and, without the right key,
 // fails as KEDA's polls do, showing KEDA's view).
 func TestCosmoslagCheckReadsTheClusterBesideKEDA(t *testing.T) {
-	if os.Getenv("E2E_LOCAL_MODE") == "external" {
-		t.Skip("in-tree mode only")
-	}
+	account, k := setUp(t, "intree")
 	ctx := context.Background()
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 	plugin := filepath.Join(t.TempDir(), "kubectl-cosmoslag")
 	if out, err := exec.Command("go", "build", "-o", plugin, "../../cmd/cosmoslag").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/cosmoslag: %v\n%s", err, out)

@@ -126,22 +126,12 @@ func cpuShare(a, b procSample) string {
 // replicas, and prints a table. Run it with
 // E2E_LOCAL_RUN=TestFleet make e2e-local.
 func TestFleetOf200ScaledObjects(t *testing.T) {
-	if os.Getenv("E2E_LOCAL_MODE") == "external" {
-		t.Skip("in-tree mode only")
-	}
+	account, k := setUp(t, "intree")
 	kedaBin := os.Getenv("E2E_KEDA_BIN")
 	if kedaBin == "" {
 		t.Fatal("E2E_KEDA_BIN must name the directory of the KEDA binaries (run through hack/e2e-local.sh)")
 	}
 	ctx := context.Background()
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tick := clockTick()
 	operator := kedaProcess(t, filepath.Join(kedaBin, "keda-operator"))
 	adapter := kedaProcess(t, filepath.Join(kedaBin, "keda-adapter"))
