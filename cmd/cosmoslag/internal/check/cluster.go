@@ -219,7 +219,13 @@ func writeKEDAView(b *strings.Builder, r *checkReport) {
 	}
 	b.WriteString("\nKEDA's view\n")
 	for _, c := range k.Conditions {
-		fmt.Fprintf(b, "  %-10s %-7s %s\n", c.Type, c.Status, strings.TrimSpace(c.Reason+": "+c.Message))
+		// KEDA leaves a condition's reason and message empty at times
+		// (Paused False on a ScaledObject that was never paused).
+		detail := c.Reason
+		if c.Message != "" {
+			detail = strings.TrimPrefix(detail+": "+c.Message, ": ")
+		}
+		b.WriteString(strings.TrimRight(fmt.Sprintf("  %-10s %-7s %s", c.Type, c.Status, detail), " ") + "\n")
 	}
 	if k.HPA == "" {
 		b.WriteString("  HPA        none: KEDA has made no HPA for this ScaledObject\n")

@@ -106,13 +106,20 @@ var defaultConnectCluster = connectCluster
 // beside it: here the HPA's 2 desired replicas are this estimate's too.
 func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
 	srv := clitest.NewTestAccount(t) // lag 7 on range 0, a stale parent on range 1: metric 7
-	newFakeCluster(t, srv.ConnectionString())
+	// KEDA v2.21.0 leaves the reason and message of Paused False empty on
+	// a ScaledObject that was never paused.
+	f := newFakeCluster(t, srv.ConnectionString())
+	f.so.Status.Conditions = append(f.so.Status.Conditions, kedav1alpha1.Condition{Type: kedav1alpha1.ConditionPaused, Status: metav1.ConditionFalse})
+	if err := f.dyn.Tracker().Update(trigger.ScaledObjectsResource, toUnstructured(t, f.so, "ScaledObject"), "shop"); err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := runCmd(t, "check", "-n", "shop", "order-projector")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
 		"ScaledObject  shop/order-projector, trigger 1 (orders)",
+		"\n  Paused     False\n",
 		"Processor     order-projector: monitors shop/orders, leases in shop/leases",
 		"Replicas           2 → 2:",
 		"KEDA's view\n  Ready      True    ScaledObjectReady: ScaledObject is defined correctly and is ready for scaling\n",
@@ -131,7 +138,7 @@ func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cli.ExitOK || r.KEDA == nil {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, stdout)
 	}
-	if !r.KEDA.Agree || r.KEDA.HPA != "keda-hpa-order-projector" || *r.KEDA.HPAMetricTotal != 7 || len(r.KEDA.Conditions) != 3 {
+	if !r.KEDA.Agree || r.KEDA.HPA != "keda-hpa-order-projector" || *r.KEDA.HPAMetricTotal != 7 || len(r.KEDA.Conditions) != 4 {
 		t.Errorf("keda %+v", r.KEDA)
 	}
 }
