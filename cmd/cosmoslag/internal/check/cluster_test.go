@@ -125,7 +125,7 @@ func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
 		"KEDA's view\n  Ready      True    ScaledObjectReady: ScaledObject is defined correctly and is ready for scaling\n",
 		"  Fallback   False   NoFallbackFound: No fallbacks are active on this scaled object\n",
 		"  HPA        keda-hpa-order-projector: metric 3500m (average), replicas 2 current, 2 desired\n",
-		"KEDA and this estimate: they agree: 2 desired replica(s); metric 7 here, 3500m (average) in the HPA\n",
+		"KEDA and this estimate: they agree: 2 desired replica(s); metric 7 here, 7 in the HPA (3500m average × 2 replica(s))\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
