@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 )
 
 const (
@@ -252,14 +254,18 @@ func TestFleetOf200ScaledObjects(t *testing.T) {
 	metricName := func(i int) string { return "s0-azure-cosmosdb-" + leases + "-" + names[i] }
 	var rows []string
 	for _, i := range sampled {
-		served, err := k.externalMetric(ctx, fleetNamespace, metricName(i), names[i])
-		if err != nil {
-			t.Fatalf("%s: %v", names[i], err)
-		}
-		hpa, err := k.kube.AutoscalingV2().HorizontalPodAutoscalers(fleetNamespace).Get(ctx, "keda-hpa-"+names[i], metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The API server is slow to answer on a loaded machine (a TLS
+		// handshake timed out once): a failed read is tried again.
+		var served v1beta1.ExternalMetricValueList
+		var hpa *autoscalingv2.HorizontalPodAutoscaler
+		eventually(t, scaleTimeout, names[i]+"'s external metric and HPA", func() error {
+			var err error
+			if served, err = k.externalMetric(ctx, fleetNamespace, metricName(i), names[i]); err != nil {
+				return err
+			}
+			hpa, err = k.kube.AutoscalingV2().HorizontalPodAutoscalers(fleetNamespace).Get(ctx, "keda-hpa-"+names[i], metav1.GetOptions{})
+			return err
+		})
 		hpaMetric := "-"
 		if len(hpa.Status.CurrentMetrics) > 0 && hpa.Status.CurrentMetrics[0].External != nil {
 			if v := hpa.Status.CurrentMetrics[0].External.Current.AverageValue; v != nil {
