@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,14 +49,18 @@ type manifestData struct {
 	Namespace, Connection, Endpoint, Key, WrongKey                      string
 	Database, Monitored, Leases, Processor                              string
 	LagThreshold, ActivationLagThreshold, MaxReplicas, FallbackReplicas int
-	Targets                                                             []scaleTarget
+	// PollingInterval and CooldownPeriod of every ScaledObject: 2 s and
+	// 10 s when 0.
+	PollingInterval, CooldownPeriod int
+	Targets                         []scaleTarget
 }
 
 // scaleTarget is one Deployment and the ScaledObject that scales it.
 type scaleTarget struct {
-	Name     string
-	Replicas int    // the Deployment's replicas before KEDA takes over
-	Auth     string // TriggerAuthentication name
+	Name      string
+	Replicas  int    // the Deployment's replicas before KEDA takes over
+	Auth      string // TriggerAuthentication name
+	Processor string // processorName, when not manifestData's
 }
 
 // Three ScaledObjects watch the same processor: "orders" authenticates with
@@ -160,8 +163,8 @@ metadata:
 spec:
   scaleTargetRef:
     name: {{.Name}}
-  pollingInterval: 2
-  cooldownPeriod: 10
+  pollingInterval: {{or $.PollingInterval 2}}
+  cooldownPeriod: {{or $.CooldownPeriod 10}}
   minReplicaCount: 0
   maxReplicaCount: {{$.MaxReplicas}}
   fallback:
@@ -179,7 +182,7 @@ spec:
       containerId: {{$.Monitored}}
       leaseDatabaseId: {{$.Database}}
       leaseContainerId: {{$.Leases}}
-      processorName: {{$.Processor}}
+      processorName: {{or .Processor $.Processor}}
       changeFeedLagThreshold: "{{$.LagThreshold}}"
       activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
     authenticationRef:
@@ -187,20 +190,10 @@ spec:
 {{end}}`
 
 func TestAzureCosmosDBScalesOnChangeFeedLag(t *testing.T) {
-	if os.Getenv("E2E_LOCAL_MODE") == "external" {
-		t.Skip("in-tree mode only: in external-scaler mode KEDA is stock v2.21.0")
-	}
+	account, k := setUp(t, "intree")
 	ctx := context.Background()
 	// The in-process scaler logs through controller-runtime, as in KEDA.
 	logf.SetLogger(funcr.New(func(prefix, args string) { t.Log("scaler:", prefix, args) }, funcr.Options{}))
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	items, proc := firstStart(ctx, t, account, database)
 
@@ -417,11 +410,11 @@ func (e scalerEvidence) String() string {
 
 func scalerRequests(ctx context.Context, account *cosmosAccount, since time.Time, parent string) (scalerEvidence, error) {
 	e := scalerEvidence{since: since, parent: parent}
-	log, err := account.requestLog(ctx)
+	log, err := account.control.Requests(ctx)
 	if err != nil {
 		return e, err
 	}
-	for _, r := range log {
+	for _, r := range log.Requests {
 		if !r.At.After(since) || strings.Join(r.Header["X-Ms-Cosmos-Sdk-Supportedcapabilities"], ",") != "1" {
 			continue
 		}

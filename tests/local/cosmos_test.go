@@ -30,8 +30,6 @@ type cosmosAccount struct {
 	key      string // base64 account key
 	control  *control.Client
 	http     *http.Client
-	// controlURL is the control API's base URL.
-	controlURL string
 }
 
 func cosmosAccountFromEnv() (*cosmosAccount, error) {
@@ -56,7 +54,6 @@ func cosmosAccountFromEnv() (*cosmosAccount, error) {
 		Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 	}
 	a.control = control.NewClient(controlURL, a.http)
-	a.controlURL = controlURL
 	return a, nil
 }
 
@@ -186,6 +183,18 @@ func (p *processor) catchUp(ctx context.Context, token string) error {
 	return err
 }
 
+// setOwner writes owner into the lease, as the processor host that holds
+// it does.
+func (p *processor) setOwner(ctx context.Context, token, owner string) error {
+	lease, err := p.readLease(ctx, token)
+	if err != nil {
+		return err
+	}
+	lease["Owner"] = owner
+	_, _, _, err = p.account.rest(ctx, http.MethodPut, p.leasePath(token), partitionKeyHeader(p.prefix+".."+token), lease, http.StatusOK)
+	return err
+}
+
 // followSplit does what a processor does when its range answers 410 after a
 // split: one lease per child range, starting from the parent's
 // continuation, then the parent lease goes.
@@ -225,46 +234,6 @@ func (p *processor) followSplit(ctx context.Context, parent control.Range) ([]st
 	return children, err
 }
 
-// loggedRequest is one entry of the account's request log, as the control
-// API's GET /control/requests serves it.
-type loggedRequest struct {
-	At      time.Time           `json:"at"`
-	Kind    string              `json:"kind"`
-	Method  string              `json:"method"`
-	Path    string              `json:"path"`
-	RangeID string              `json:"rangeId"`
-	Status  int                 `json:"status"`
-	Header  map[string][]string `json:"header"`
-}
-
-// requestLog reads the Cosmos DB requests the account answered (cosmoslag
-// serve keeps at least the last 1,000), oldest first.
-func (a *cosmosAccount) requestLog(ctx context.Context) ([]loggedRequest, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.controlURL+"/control/requests", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /control/requests: %s: %.300s (cosmoslag serve must expose its request log)", resp.Status, b)
-	}
-	var out struct {
-		Requests []loggedRequest `json:"requests"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("GET /control/requests: %w", err)
-	}
-	return out.Requests, nil
-}
-
 // firstStart makes the account as a change feed processor finds it on its
 // first start: the monitored container with physicalPartitions ranges, the
 // lease container, and the leases a .NET processor creates then, one per
@@ -281,14 +250,22 @@ func firstStart(ctx context.Context, t *testing.T, account *cosmosAccount, datab
 		Database: database, ID: leases, PartitionKeyPath: "/id", Ranges: &one}); err != nil {
 		t.Fatal(err)
 	}
+	return items, startProcessor(ctx, t, account, database, processorName)
+}
+
+// startProcessor creates the leases of processor name on its first start
+// (dotnet-v0, one per physical range of the monitored container, starting
+// now) in the database firstStart made.
+func startProcessor(ctx context.Context, t *testing.T, account *cosmosAccount, database, name string) *processor {
+	t.Helper()
 	started, err := account.control.CreateLeases(ctx, control.CreateLeasesRequest{
-		Name: processorName, Database: database, Monitored: monitored, Leases: leases,
+		Name: name, Database: database, Monitored: monitored, Leases: leases,
 		Format: "dotnet-v0", StartFromNow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(started.Leases) != physicalPartitions {
-		t.Fatalf("processor started with %d leases, want %d", len(started.Leases), physicalPartitions)
+		t.Fatalf("processor %s started with %d leases, want %d", name, len(started.Leases), physicalPartitions)
 	}
-	return items, &processor{account: account, db: database, monitored: monitored, lease: leases, prefix: started.Prefix}
+	return &processor{account: account, db: database, monitored: monitored, lease: leases, prefix: started.Prefix}
 }

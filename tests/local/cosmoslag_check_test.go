@@ -12,105 +12,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
-const checkNamespace = "cosmoslag-check-e2e"
-
-// Two ScaledObjects on their own database for cosmoslag check's cluster
-// form: "check-agree" reads the account with its connection string,
-// "check-badkey" with a wrong key (its Deployment starts at one replica, so
-// the HPA is running when KEDA's fallback applies). No scale-down
-// stabilization, so the HPA's desired count follows the metric at once.
-const checkManifests = `
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: {{.Namespace}}
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: cosmosdb
-  namespace: {{.Namespace}}
-type: Opaque
-stringData:
-  connection: "{{.Connection}}"
-  wrongKey: "{{.WrongKey}}"
-  endpoint: "{{.Endpoint}}"
-  cloud: Private
----
-apiVersion: keda.sh/v1alpha1
-kind: TriggerAuthentication
-metadata:
-  name: cosmosdb-connection
-  namespace: {{.Namespace}}
-spec:
-  secretTargetRef:
-  - {parameter: connection, name: cosmosdb, key: connection}
----
-apiVersion: keda.sh/v1alpha1
-kind: TriggerAuthentication
-metadata:
-  name: cosmosdb-wrong-key
-  namespace: {{.Namespace}}
-spec:
-  secretTargetRef:
-  - {parameter: cosmosDBKey, name: cosmosdb, key: wrongKey}
-  - {parameter: endpoint, name: cosmosdb, key: endpoint}
-  - {parameter: cloud, name: cosmosdb, key: cloud}
-{{range .Targets}}---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{.Name}}
-  namespace: {{$.Namespace}}
-spec:
-  replicas: {{.Replicas}}
-  selector:
-    matchLabels:
-      app: {{.Name}}
-  template:
-    metadata:
-      labels:
-        app: {{.Name}}
-    spec:
-      containers:
-      - name: processor
-        image: registry.invalid/placeholder:never-pulled
----
-apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata:
-  name: {{.Name}}
-  namespace: {{$.Namespace}}
-spec:
-  scaleTargetRef:
-    name: {{.Name}}
-  pollingInterval: 2
-  cooldownPeriod: 10
-  minReplicaCount: 0
-  maxReplicaCount: {{$.MaxReplicas}}
-  fallback:
-    failureThreshold: 3
-    replicas: {{$.FallbackReplicas}}
-  advanced:
-    horizontalPodAutoscalerConfig:
-      behavior:
-        scaleDown:
-          stabilizationWindowSeconds: 0
-  triggers:
-  - type: azure-cosmosdb
-    metadata:
-      databaseId: {{$.Database}}
-      containerId: {{$.Monitored}}
-      leaseDatabaseId: {{$.Database}}
-      leaseContainerId: {{$.Leases}}
-      processorName: {{$.Processor}}
-      changeFeedLagThreshold: "{{$.LagThreshold}}"
-      activationChangeFeedLagThreshold: "{{$.ActivationLagThreshold}}"
-    authenticationRef:
-      name: {{.Auth}}
-{{end}}`
+// The objects of the cluster form's example in the README and
+// docs/usage.md: ScaledObject shop/order-projector on processor
+// order-projector's leases in database shop.
+const (
+	checkNamespace = "shop"
+	checkProcessor = "order-projector"
+	checkOwner     = "order-projector-7d9f-x2k4q"
+	checkThreshold = 50
+)
 
 // checkReportKEDA is the part of check's JSON document this test reads.
 type checkReportKEDA struct {
@@ -119,10 +33,13 @@ type checkReportKEDA struct {
 		Desired int32 `json:"desired"`
 	} `json:"replicas"`
 	KEDA *struct {
-		Agree           bool   `json:"agree"`
-		Verdict         string `json:"verdict"`
-		HPA             string `json:"hpa"`
-		DesiredReplicas *int32 `json:"desiredReplicas"`
+		Agree           bool     `json:"agree"`
+		Verdict         string   `json:"verdict"`
+		HPA             string   `json:"hpa"`
+		HPAMetric       string   `json:"hpaMetric"`
+		HPAMetricTotal  *float64 `json:"hpaMetricTotal"`
+		CurrentReplicas *int32   `json:"currentReplicas"`
+		DesiredReplicas *int32   `json:"desiredReplicas"`
 		Conditions      []struct {
 			Type, Status string
 		} `json:"conditions"`
@@ -155,82 +72,108 @@ func kubectlCosmoslag(t *testing.T, plugin string, args ...string) (code int, st
 // fallback and check says they disagree (and, without the right key,
 // fails as KEDA's polls do, showing KEDA's view).
 func TestCosmoslagCheckReadsTheClusterBesideKEDA(t *testing.T) {
-	if os.Getenv("E2E_LOCAL_MODE") == "external" {
-		t.Skip("in-tree mode only")
-	}
+	account, k := setUp(t, "intree")
 	ctx := context.Background()
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 	plugin := filepath.Join(t.TempDir(), "kubectl-cosmoslag")
 	if out, err := exec.Command("go", "build", "-o", plugin, "../../cmd/cosmoslag").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/cosmoslag: %v\n%s", err, out)
 	}
 
-	const db = "e2e-check"
-	items, _ := firstStart(ctx, t, account, db)
-	// 25 behind on one partition: metric min(25, 1 × 10) = 10, one replica.
-	if err := account.writeItems(ctx, db, monitored, items.Ranges[0].ID, 25); err != nil {
-		t.Fatal(err)
+	// Processor order-projector's 4 leases, owned by one replica, 120 and
+	// 35 behind on two partitions: metric min(155, 2 × 50) = 100, 2
+	// replicas.
+	items, _ := firstStart(ctx, t, account, checkNamespace)
+	proc := startProcessor(ctx, t, account, checkNamespace, checkProcessor)
+	for i, n := range []int{120, 35} {
+		if err := account.writeItems(ctx, checkNamespace, monitored, items.Ranges[i].ID, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.setOwner(ctx, items.Ranges[i].ID, checkOwner); err != nil {
+			t.Fatal(err)
+		}
 	}
-	k.apply(t, checkManifests, manifestData{
+	// Two ScaledObjects of the main test's manifests on that processor:
+	// "order-projector" reads the account with its connection string,
+	// "order-projector-badkey" with a wrong key (its Deployment starts at one
+	// replica, so the HPA is running when KEDA's fallback applies).
+	k.apply(t, manifests, manifestData{
 		Namespace: checkNamespace, Connection: account.connectionString(), Endpoint: account.endpoint,
-		WrongKey: strings.Repeat("A", 86) + "==",
-		Database: db, Monitored: monitored, Leases: leases, Processor: processorName,
-		LagThreshold: lagThreshold, ActivationLagThreshold: activationLagThreshold,
+		Key: account.key, WrongKey: strings.Repeat("A", 86) + "==",
+		Database: checkNamespace, Monitored: monitored, Leases: leases, Processor: checkProcessor,
+		LagThreshold: checkThreshold, ActivationLagThreshold: 0,
 		MaxReplicas: maxReplicas, FallbackReplicas: fallbackReplicas,
-		Targets: []scaleTarget{{Name: "check-agree", Auth: "cosmosdb-connection"}, {Name: "check-badkey", Replicas: 1, Auth: "cosmosdb-wrong-key"}},
+		Targets: []scaleTarget{{Name: "order-projector", Auth: "cosmosdb-connection"}, {Name: "order-projector-badkey", Replicas: 1, Auth: "cosmosdb-wrong-key"}},
 	})
 
 	t.Run("KEDA and the estimate agree", func(t *testing.T) {
-		k.waitReplicas(t, checkNamespace, "check-agree", 1, scaleTimeout)
+		k.waitReplicas(t, checkNamespace, "order-projector", 2, scaleTimeout)
 		var r checkReportKEDA
-		eventually(t, scaleTimeout, "the HPA reports the metric and check agrees", func() error {
-			code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-agree", "-o", "json")
+		eventually(t, scaleTimeout, "the HPA reads this estimate's metric at 2 replicas and check agrees", func() error {
+			code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "order-projector", "-o", "json")
 			r = checkReportKEDA{}
-			if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.KEDA == nil || !r.KEDA.Agree {
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.KEDA == nil || !r.KEDA.Agree ||
+				r.KEDA.CurrentReplicas == nil || *r.KEDA.CurrentReplicas != 2 || r.KEDA.HPAMetricTotal == nil || *r.KEDA.HPAMetricTotal != float64(r.Metric) {
 				return fmt.Errorf("exit %d, %v: %s\nstderr: %s", code, err, stdout, stderr)
 			}
 			return nil
 		})
-		if r.Metric != lagThreshold || r.KEDA.HPA != "keda-hpa-check-agree" || r.Replicas.Desired != 1 || *r.KEDA.DesiredReplicas != 1 {
-			t.Errorf("metric %d, desired %d, KEDA %+v; want metric %d, 1 replica both", r.Metric, r.Replicas.Desired, r.KEDA, lagThreshold)
+		if r.Metric != 2*checkThreshold || r.KEDA.HPA != "keda-hpa-order-projector" || r.Replicas.Desired != 2 || *r.KEDA.DesiredReplicas != 2 {
+			t.Errorf("metric %d, desired %d, KEDA %+v; want metric %d, 2 replicas both", r.Metric, r.Replicas.Desired, r.KEDA, 2*checkThreshold)
 		}
-		code, table, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-agree")
-		if code != 0 || !strings.Contains(table, "KEDA's view\n") || !strings.Contains(table, "KEDA and this estimate: they agree: 1 desired replica(s)") {
+		code, table, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "order-projector")
+		if code != 0 || !strings.Contains(table, "KEDA's view\n") || !strings.Contains(table, "KEDA and this estimate: they agree: 2 desired replica(s)") {
 			t.Errorf("table: exit %d\n%s\nstderr: %s", code, table, stderr)
 		}
 		if strings.Contains(table+stderr, account.key) {
 			t.Error("the account key was printed")
 		}
+		if dir := os.Getenv("E2E_LOCAL_LOGS"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, "cosmoslag-check.txt"), []byte(table), 0o644)
+		}
+		// The README's and docs/usage.md's example is this output, what
+		// varies from run to run aside (the same example the check
+		// package's test renders from fake clientsets).
+		// KEDA's view settles over a few syncs (its HPAActive condition, the
+		// HPA's average over the replicas it has just made), so the output
+		// is compared until it settles or the time is up.
+		for _, page := range []string{"README.md", "docs/usage.md"} {
+			block := testhelp.DocsBlock(t, page, "the objects from the cluster")
+			args, ok := strings.CutPrefix(block[0], "$ cosmoslag check ")
+			if !ok {
+				t.Fatalf("%s's cluster example does not start with the command: %q", page, block[0])
+			}
+			want := strings.Join(block[1:], "\n")
+			eventually(t, scaleTimeout, page+"'s cluster example is the output against the real control plane", func() error {
+				_, out, _ := kubectlCosmoslag(t, plugin, strings.Fields(args)...)
+				if testhelp.NormalizeCheckOutput(out) != testhelp.NormalizeCheckOutput(want) {
+					return fmt.Errorf("the output:\n%s\nwant (the docs):\n%s", out, want)
+				}
+				return nil
+			})
+		}
 	})
 
 	t.Run("KEDA on its fallback: a wrong key", func(t *testing.T) {
-		k.waitReplicas(t, checkNamespace, "check-badkey", fallbackReplicas, scaleTimeout)
+		k.waitReplicas(t, checkNamespace, "order-projector-badkey", fallbackReplicas, scaleTimeout)
 		eventually(t, scaleTimeout, "the Fallback condition", func() error {
-			status, _, _, err := k.condition(ctx, checkNamespace, "check-badkey", "Fallback")
+			status, _, _, err := k.condition(ctx, checkNamespace, "order-projector-badkey", "Fallback")
 			if err != nil || status != "True" {
 				return fmt.Errorf("Fallback %q, %v", status, err)
 			}
 			return nil
 		})
 		// With the right key, the estimate reads the lag KEDA cannot.
-		code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-badkey", "-o", "json", "--set", "cosmosDBKey="+account.key)
+		code, stdout, stderr := kubectlCosmoslag(t, plugin, "-n", checkNamespace, "order-projector-badkey", "-o", "json", "--set", "cosmosDBKey="+account.key)
 		var r checkReportKEDA
 		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.KEDA == nil {
 			t.Fatalf("exit %d, %v: %s\nstderr: %s", code, err, stdout, stderr)
 		}
-		if r.KEDA.Agree || !strings.Contains(r.KEDA.Verdict, "they disagree: KEDA is using the ScaledObject's fallback") || r.Metric != lagThreshold {
-			t.Errorf("verdict %q (agree %v), metric %d; want a disagreement naming the fallback, metric %d", r.KEDA.Verdict, r.KEDA.Agree, r.Metric, lagThreshold)
+		if r.KEDA.Agree || !strings.Contains(r.KEDA.Verdict, "they disagree: KEDA is using the ScaledObject's fallback") || r.Metric != 2*checkThreshold {
+			t.Errorf("verdict %q (agree %v), metric %d; want a disagreement naming the fallback, metric %d", r.KEDA.Verdict, r.KEDA.Agree, r.Metric, 2*checkThreshold)
 		}
 		// With the cluster's wrong key, the estimate fails as KEDA's polls
 		// do; KEDA's view is shown on stderr.
-		code, stdout, stderr = kubectlCosmoslag(t, plugin, "-n", checkNamespace, "check-badkey")
+		code, stdout, stderr = kubectlCosmoslag(t, plugin, "-n", checkNamespace, "order-projector-badkey")
 		if code != 1 || !strings.Contains(stderr, "  Fallback   True") || !strings.Contains(stderr, "401") {
 			t.Errorf("wrong key: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

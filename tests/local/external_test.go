@@ -48,13 +48,6 @@ const (
 	extTarget    = "orders-external"
 )
 
-func externalMode(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_LOCAL_MODE") != "external" {
-		t.Skip("external-scaler mode only (E2E_LOCAL_MODE=external: make e2e-local-external)")
-	}
-}
-
 // chartRender is what helm template renders for the release.
 type chartRender struct {
 	deployment appsv1.Deployment
@@ -332,16 +325,8 @@ type externalData struct {
 }
 
 func TestExternalScalerOnStockKEDA(t *testing.T) {
-	externalMode(t)
+	account, k := setUp(t, "external")
 	ctx := context.Background()
-	account, err := cosmosAccountFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := newCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// The chart with its defaults (mutual TLS with generated certificates)
 	// and the credentials Secret a user creates first.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -48,6 +49,28 @@ func newCluster() (*cluster, error) {
 		return nil, err
 	}
 	return &cluster{kube: kube, dynamic: dyn, start: time.Now()}, nil
+}
+
+// setUp skips the test unless hack/e2e-local.sh runs in mode (E2E_LOCAL_MODE:
+// "intree", the default, or "external"), then connects to the embedded
+// account and the control plane the script started.
+func setUp(t *testing.T, mode string) (*cosmosAccount, *cluster) {
+	t.Helper()
+	switch got := os.Getenv("E2E_LOCAL_MODE"); {
+	case mode == "intree" && got == "external":
+		t.Skip("in-tree mode only: in external-scaler mode KEDA is stock v2.21.0")
+	case mode == "external" && got != "external":
+		t.Skip("external-scaler mode only (E2E_LOCAL_MODE=external: make e2e-local-external)")
+	}
+	account, err := cosmosAccountFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := newCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return account, k
 }
 
 // apply renders a manifest template and applies it with kubectl, as KEDA's

@@ -255,12 +255,13 @@ func TestStackDiffsApplyInReverse(t *testing.T) {
 	}
 }
 
-// The endpoint rule is a security fix, reported privately as KEDA's
-// SECURITY.md asks: the public texts (every pull request's description and
-// commit messages, and the issue proposing the series) do not describe how
-// the old rule could be abused; the endpoint rule's commit and the issue say
-// that details were reported privately, and its pull request that it is
-// opened after the advisory is published.
+// The workload identity and endpoint rule pull requests are a security fix,
+// reported privately as KEDA's SECURITY.md asks: the public texts (every pull
+// request's description and commit messages, and the issue proposing the
+// series) do not describe how the old rules could be abused; those two
+// pull requests' commits and the issue say that details were reported
+// privately, and their descriptions that they are opened after the advisory
+// is published.
 func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
 	names, _ := stackSeries(t)
 	public := []string{"hack/pr/stack/ISSUE.md.tmpl"}
@@ -273,23 +274,35 @@ func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
 		}
 	}
 	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|replay\w*|steal\w*|leak\w*|vulnerab\w*|malicious|CVE-\S*|GHSA\S*|advisory)\b`)
-	last := names[len(names)-1]
+	security := []string{"08-workload-identity", "09-endpoint-rule"}
+	for _, name := range security {
+		if !slices.Contains(names, name) {
+			t.Fatalf("hack/pr/stack/series has no %s", name)
+		}
+	}
+	isSecurityDescription := func(file string) bool {
+		return slices.ContainsFunc(security, func(name string) bool { return file == "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl" })
+	}
 	for _, name := range public {
 		for i, line := range strings.Split(readRepoFile(t, name), "\n") {
 			m := words.FindString(line)
-			if m == "" || (strings.EqualFold(m, "advisory") && name == "hack/pr/stack/"+last+"/PULL_REQUEST.md.tmpl") {
+			if m == "" || (strings.EqualFold(m, "advisory") && isSecurityDescription(name)) {
 				continue
 			}
-			t.Errorf("%s:%d says %q: the public text only says that the endpoint rule is tightened", name, i+1, m)
+			t.Errorf("%s:%d says %q: the public text only says that the rules are tightened", name, i+1, m)
 		}
 	}
-	for _, name := range []string{"hack/pr/stack/" + last + "/commit-1.txt", "hack/pr/stack/ISSUE.md.tmpl"} {
+	reportedPrivately := []string{"hack/pr/stack/ISSUE.md.tmpl"}
+	for _, name := range security {
+		reportedPrivately = append(reportedPrivately, "hack/pr/stack/"+name+"/commit-1.txt")
+		if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl"), "only after the maintainers have published the advisory") {
+			t.Errorf("%s's PULL_REQUEST.md does not say that it is opened after the advisory is published", name)
+		}
+	}
+	for _, name := range reportedPrivately {
 		if !strings.Contains(strings.Join(strings.Fields(readRepoFile(t, name)), " "), "reported privately") {
 			t.Errorf("%s does not say that the details were reported privately", name)
 		}
-	}
-	if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+last+"/PULL_REQUEST.md.tmpl"), "only after the maintainers have published the advisory") {
-		t.Errorf("the endpoint rule's PULL_REQUEST.md does not say that it is opened after the advisory is published")
 	}
 }
 
@@ -386,7 +399,7 @@ func TestPullRequestTextIsCheckable(t *testing.T) {
 			t.Errorf("%s does not say which pull request it builds on (@@PREVIOUS@@)", rel)
 		}
 	}
-	if report, err := os.ReadFile(filepath.Join(root, "hack/pr/SECURITY_REPORT.md.tmpl")); err == nil {
+	if report, err := os.ReadFile(filepath.Join(root, "hack/advisory/SECURITY_REPORT.md.tmpl")); err == nil {
 		if m := regexp.MustCompile(`(?i)black-box|did not read|not read by|without reading|unread`).FindString(string(report)); m != "" {
 			t.Errorf("SECURITY_REPORT.md.tmpl says %q: it states what was tested, not what its authors did not read", m)
 		}

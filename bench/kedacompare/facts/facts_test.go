@@ -20,7 +20,8 @@
 //
 //	cd bench/kedacompare && go test ./facts -run TestKEDAv2210Facts -v
 //
-// hack/pr/SECURITY_REPORT.md.tmpl and hack/pr/PULL_REQUEST.md.tmpl quote
+// hack/advisory/SECURITY_REPORT.md.tmpl and the pull request texts of
+// hack/pr/stack quote
 // what it shows, each fact tagged with its subtest.
 package facts
 

@@ -227,7 +227,7 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 	if err != nil {
 		return cosmosDBTokenSource{}, err
 	}
-	if _, err := cosmosDBHost("cosmosDBResourceURL", resource); err != nil {
+	if err := checkCosmosDBURL("cosmosDBResourceURL", resource); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
 	if err := checkCosmosDBTokenResource(auth); err != nil {
@@ -241,11 +241,10 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 	if err != nil {
 		return cosmosDBTokenSource{}, fmt.Errorf("%w for service-principal authentication", err)
 	}
-	authorityHost, err := cosmosDBHost("activeDirectoryEndpoint", authority)
-	if err != nil {
+	if err := checkCosmosDBURL("activeDirectoryEndpoint", authority); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
-	if err := checkCosmosDBAuthority(auth, authorityHost); err != nil {
+	if err := checkCosmosDBAuthority(auth, authority); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
 	// A private authority is unknown to the public instance discovery.
@@ -342,16 +341,17 @@ func checkCosmosDBServicePrincipal(auth CosmosDBAuth) error {
 	return fmt.Errorf("service-principal authentication needs tenantId, clientId and clientSecret together; missing %s", strings.Join(missing, ", "))
 }
 
-// cosmosDBHost is a URL's host as compared: lower case, no port or trailing dot.
-func cosmosDBHost(param, raw string) (string, error) {
+// checkCosmosDBURL checks that a URL parameter is absolute, with a host
+// name within the DNS limit.
+func checkCosmosDBURL(param, raw string) error {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Hostname() == "" {
-		return "", fmt.Errorf("%s: not an absolute URL", param)
+		return fmt.Errorf("%s: not an absolute URL", param)
 	}
-	if host := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); len(host) <= 253 {
-		return host, nil
+	if len(strings.TrimSuffix(u.Hostname(), ".")) > 253 {
+		return fmt.Errorf("%s: host name must be at most 253 characters long (the DNS limit), got %d", param, len(u.Hostname()))
 	}
-	return "", fmt.Errorf("%s: host name must be at most 253 characters long (the DNS limit), got %d", param, len(u.Hostname()))
+	return nil
 }
 
 // cosmosDBAccountName is the first DNS label of a host, or an IP as it is.

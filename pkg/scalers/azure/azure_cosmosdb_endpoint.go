@@ -102,6 +102,12 @@ func cosmosDBPrivateCloudFromEnv() (cloud cosmosDBCloud, ok bool, err error) {
 	return cloud, true, nil
 }
 
+// cosmosDBHost is a URL's host as compared: lower case, without port or
+// trailing dot.
+func cosmosDBHost(u *url.URL) string {
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
+
 // isCosmosDBLoopback: emulators and tests over HTTPS (never KEDA's workload identity).
 func isCosmosDBLoopback(host string) bool {
 	ip := net.ParseIP(host)
@@ -139,7 +145,7 @@ func cosmosDBWorkloadCloud(auth CosmosDBAuth) (cosmosDBCloud, error) {
 // checkCosmosDBWorkloadEndpoint sends KEDA's workload identity token over
 // HTTPS to hosts under the cloud's Cosmos DB domains only.
 func checkCosmosDBWorkloadEndpoint(auth CosmosDBAuth, cloud cosmosDBCloud, endpoint *url.URL, param string) error {
-	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
+	host := cosmosDBHost(endpoint)
 	where := "the Cosmos DB domains of cloud " + auth.Cloud
 	switch {
 	case auth.Cloud == "":
@@ -191,7 +197,7 @@ func (a CosmosDBAuth) tokenFromTriggerAuthentication() bool {
 // DB host, loopback, or a private host its owner chose. Over plain HTTP
 // only the Cosmos DB Emulator's published key goes, to any host.
 func checkCosmosDBEndpoint(auth CosmosDBAuth, endpoint *url.URL, key, param string, ownedByTriggerAuthentication bool) error {
-	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
+	host := cosmosDBHost(endpoint)
 	switch {
 	case strings.TrimSpace(key) == cosmosDBEmulatorKey:
 		return nil
@@ -230,10 +236,15 @@ func checkCosmosDBTokenResource(auth CosmosDBAuth) error {
 
 // checkCosmosDBAuthority sends a client secret to a known cloud's Entra ID
 // authority, to loopback, or to one its owner chose.
-func checkCosmosDBAuthority(auth CosmosDBAuth, authorityHost string) error {
+func checkCosmosDBAuthority(auth CosmosDBAuth, authority string) error {
+	authorityURL, err := url.Parse(strings.TrimSpace(authority))
+	if err != nil {
+		return fmt.Errorf("%s: not an absolute URL", DefaultActiveDirectoryEndpointKey)
+	}
+	authorityHost := cosmosDBHost(authorityURL)
 	known := isCosmosDBLoopback(authorityHost) || slices.ContainsFunc([]AzEnvironment{PublicCloud, USGovernmentCloud, ChinaCloud, GermanCloud}, func(env AzEnvironment) bool {
 		u, err := url.Parse(env.ActiveDirectoryEndpoint)
-		return err == nil && strings.EqualFold(u.Hostname(), authorityHost)
+		return err == nil && cosmosDBHost(u) == authorityHost
 	})
 	if known || !strings.EqualFold(auth.Cloud, PrivateCloud) {
 		return nil

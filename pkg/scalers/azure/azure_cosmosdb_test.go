@@ -865,19 +865,48 @@ func TestCosmosDBOtherContainersLeasesKeepTheRIDs(t *testing.T) {
 	assert.Len(t, tr.find(func(r testCosmosDBRecord) bool { return r.path == "/dbs/db/colls/items" }), 1, "reads of the container's RID")
 }
 
-// A change feed answered by another container than the RIDs just read name
-// (it was recreated during the poll) fails the poll: no value is better
-// than one from the wrong container.
-func TestCosmosDBChangeFeedFromAnotherContainerFailsThePoll(t *testing.T) {
-	_, _, err := testCosmosDBEstimate(t, &testCosmosDBService{
-		leasePages: [][]string{{testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("0"), "LeaseToken": "0", "ContinuationToken": `"1"`})}},
-		changeFeed: func(http.Header) (int, http.Header, string) {
-			return http.StatusOK, http.Header{"X-Ms-Session-Token": {"0:-1#5"}, "X-Ms-Content-Path": {"Xk9bAMz1fQg="}}, `{"Documents":[{"_lsn":2}]}`
-		},
-	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "the monitored container is not the one whose RIDs were read")
-	assert.Contains(t, err.Error(), "answered by container Xk9bAMz1fQg=")
+// A change feed answer names the resource it came from in
+// x-ms-content-path. One under the container (the container itself, an item
+// or a partition key range, whose RIDs begin with the container's bytes) is
+// the container's; another container's (it was recreated during the poll)
+// fails the poll: no value is better than one from the wrong container.
+func TestCosmosDBChangeFeedContentPath(t *testing.T) {
+	tests := []struct {
+		name, contentPath string
+		wantErr           string
+	}{
+		{"none", "", ""},
+		{"the container", testCosmosDBContainerRID, ""},
+		{"an item of the container", "Dm0aAKj0eAcBAAAAAAAAAA==", ""},
+		{"a partition key range of the container", "Dm0aAKj0eAcCAAAAAAAAUA==", ""},
+		{"a RID with - for /", "Dm0aAKj0eAf-++8AAAAAUA==", ""},
+		{"a recreated container", "Xk9bAMz1fQg=", "answered by container Xk9bAMz1fQg="},
+		{"another container of the database", "Dm0aAKj0eAg=", "answered by container Dm0aAKj0eAg="},
+		{"another container, its RID with - for /", "Dm0aAP-77wg=", "answered by container Dm0aAP-77wg="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			estimate, _, err := testCosmosDBEstimate(t, &testCosmosDBService{
+				leasePages: [][]string{{testCosmosDBJSON(t, map[string]any{"id": testCosmosDBLeaseID("0"), "LeaseToken": "0", "ContinuationToken": `"1"`})}},
+				changeFeed: func(http.Header) (int, http.Header, string) {
+					header := http.Header{"X-Ms-Session-Token": {"0:-1#5"}}
+					if tt.contentPath != "" {
+						header.Set("X-Ms-Content-Path", tt.contentPath)
+					}
+					return http.StatusOK, header, `{"Documents":[{"_lsn":2}]}`
+				},
+			})
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "the monitored container is not the one whose RIDs were read")
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, estimate.Leases, 1)
+			assert.Equal(t, int64(4), estimate.Leases[0].Lag)
+		})
+	}
 }
 
 // The change feed reads of a lease page start as the page arrives: the

@@ -56,7 +56,7 @@ func privateCloudEnv(t *testing.T) {
 // private cloud that takes only Entra ID tokens for bearerResource.
 func bearerScaledObject(endpoint string) string {
 	metadata := fmt.Sprintf("endpoint: %s\n        changeFeedLagThreshold:", endpoint)
-	return strings.Replace(scaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
+	return strings.Replace(clitest.ScaledObjectYAML, "changeFeedLagThreshold:", metadata, 1)
 }
 
 // check and validate read an account that takes only Entra ID tokens as
@@ -89,7 +89,7 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	so := bearerScaledObject(overTLS(t, srv))
+	so := bearerScaledObject(clitest.OverTLS(t, srv))
 	for _, tc := range []struct {
 		name, Auth string
 		env        map[string]string
@@ -118,7 +118,7 @@ spec:
 				clitest.Issuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
 			}
 			dir := t.TempDir()
-			soFile, taFile := writeFile(t, dir, "so.yaml", so), writeFile(t, dir, "ta.yaml", tc.Auth)
+			soFile, taFile := clitest.WriteFile(t, dir, "so.yaml", so), clitest.WriteFile(t, dir, "ta.yaml", tc.Auth)
 			before := len(clitest.Issuer.Grants())
 			code, table, stderr := runCmd(t, "check", "-f", soFile, "--auth", taFile)
 			if code != cli.ExitOK {
@@ -148,8 +148,8 @@ spec:
 			if strings.Join(r.NeverCheckpointed, ",") != tokens[2] || !strings.Contains(table, "1 never checkpointed (no continuation: "+tokens[2]+")") {
 				t.Errorf("neverCheckpointed %q, want [%s]; table:\n%s", r.NeverCheckpointed, tokens[2], table)
 			}
-			assertNoSecret(t, clientSecret, table, stderr, out)
-			assertNoSecret(t, "federated-service-account-token", table, stderr, out)
+			clitest.AssertNoSecret(t, clientSecret, table, stderr, out)
+			clitest.AssertNoSecret(t, "federated-service-account-token", table, stderr, out)
 
 			code, out, stderr = runCmd(t, "validate", "-f", soFile, "-f", taFile)
 			if code != cli.ExitOK {
@@ -180,7 +180,7 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	}
 	privateCloudEnv(t)
 	dir := t.TempDir()
-	code, out, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", bearerScaledObject(overTLS(t, srv))), "--auth", writeFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
+	code, out, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", bearerScaledObject(clitest.OverTLS(t, srv))), "--auth", clitest.WriteFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != cli.ExitOK || r.checkEstimate == nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, stderr)
@@ -188,5 +188,5 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	if l := leaseRowOf(t, r, "0"); !l.StaleParent || l.RangeChange != "split" || strings.Join(l.LiveRanges, ",") != left.ID+","+right.ID {
 		t.Errorf("lease 0: staleParent %v, rangeChange %q, liveRanges %q; want a stale parent split into %s, %s", l.StaleParent, l.RangeChange, l.LiveRanges, left.ID, right.ID)
 	}
-	assertNoSecret(t, clientSecret, out, stderr)
+	clitest.AssertNoSecret(t, clientSecret, out, stderr)
 }

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
 func TestCheckEmulatorTable(t *testing.T) {
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--emulator")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -44,7 +45,7 @@ func TestCheckEmulatorTable(t *testing.T) {
 func TestCheckEmulatorJSON(t *testing.T) {
 	dir := t.TempDir()
 	// One file holding both objects; the trigger chosen by name.
-	so := writeFile(t, dir, "all.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "all.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML)
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--emulator", "-o", "json", "--current-replicas", "3", "--trigger", "orders")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -71,11 +72,11 @@ func TestCheckEmulatorJSON(t *testing.T) {
 }
 
 func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	env := writeFile(t, dir, "secrets.env", "# cosmos-secrets\nconnectionString="+srv.ConnectionString()+"\n")
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
+	env := clitest.WriteFile(t, dir, "secrets.env", "# cosmos-secrets\nconnectionString="+srv.ConnectionString()+"\n")
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--env-file", env, "--current-replicas", "1")
 	if code != cli.ExitOK {
@@ -95,17 +96,17 @@ func TestCheckAccountWithSecretsAndStaleParent(t *testing.T) {
 			t.Errorf("output does not match %s", re)
 		}
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
 func TestCheckFromEnvAndSet(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	dir := t.TempDir()
 	// No TriggerAuthentication: the connection comes from the scale target's
 	// environment (connectionFromEnv), supplied here by --set; the threshold
 	// is overridden by --set too.
-	so := writeFile(t, dir, "so.yaml", strings.Replace(
-		strings.Replace(scaledObjectYAML, "      authenticationRef:\n        name: cosmos-auth\n", "", 1),
+	so := clitest.WriteFile(t, dir, "so.yaml", strings.Replace(
+		strings.Replace(clitest.ScaledObjectYAML, "      authenticationRef:\n        name: cosmos-auth\n", "", 1),
 		"processorName: order-projector", "processorName: order-projector\n        connectionFromEnv: ORDERS_COSMOS", 1))
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--set", "ORDERS_COSMOS="+srv.ConnectionString(),
 		"--set", "changeFeedLagThreshold=5", "-o", "json")
@@ -124,30 +125,30 @@ func TestCheckFromEnvAndSet(t *testing.T) {
 	if len(r.Leases) != 2 || !r.Leases[1].StaleParent {
 		t.Errorf("leases: %+v", r.Leases)
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
 func TestCheckSetOverridesTriggerAuthentication(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	// The secret behind the TriggerAuthentication has no local value, but
 	// the parameter it fills is given directly.
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--set", "connection="+srv.ConnectionString())
 	if code != cli.ExitOK || !strings.Contains(stdout, "Total lag          7 over 2 lease(s)") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
 func TestCheckWrongKey(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	dir := t.TempDir()
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	env := writeFile(t, dir, "secrets.env", fmt.Sprintf("connectionString=\"AccountEndpoint=%s;AccountKey=%s;\"\n", overTLS(t, srv), wrongKey))
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
+	env := clitest.WriteFile(t, dir, "secrets.env", fmt.Sprintf("connectionString=\"AccountEndpoint=%s;AccountKey=%s;\"\n", clitest.OverTLS(t, srv), wrongKey))
 
 	for _, format := range []string{"table", "json"} {
 		code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta, "--env-file", env, "-o", format)
@@ -164,16 +165,16 @@ func TestCheckWrongKey(t *testing.T) {
 				t.Errorf("-o json: error field %q (%v)", r.Error, err)
 			}
 		}
-		assertNoSecret(t, wrongKey, stdout, stderr)
-		assertNoSecret(t, srv.Key(), stdout, stderr)
+		clitest.AssertNoSecret(t, wrongKey, stdout, stderr)
+		clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 	}
 }
 
 func TestCheckBadArguments(t *testing.T) {
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	twoTriggers := writeFile(t, dir, "two.yaml", scaledObjectYAML+`    - type: azure-cosmosdb
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
+	twoTriggers := clitest.WriteFile(t, dir, "two.yaml", clitest.ScaledObjectYAML+`    - type: azure-cosmosdb
       metadata:
         databaseId: shop
         containerId: payments
@@ -181,9 +182,9 @@ func TestCheckBadArguments(t *testing.T) {
         leaseContainerId: leases
         processorName: payment-projector
 `)
-	badThreshold := writeFile(t, dir, "bad.yaml", strings.Replace(scaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, 1))
-	notYAML := writeFile(t, dir, "broken.yaml", "kind: ScaledObject\napiVersion: keda.sh/v1alpha1\nspec: [unclosed\n")
-	badEnv := writeFile(t, dir, "bad.env", "just a line\n")
+	badThreshold := clitest.WriteFile(t, dir, "bad.yaml", strings.Replace(clitest.ScaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, 1))
+	notYAML := clitest.WriteFile(t, dir, "broken.yaml", "kind: ScaledObject\napiVersion: keda.sh/v1alpha1\nspec: [unclosed\n")
+	badEnv := clitest.WriteFile(t, dir, "bad.env", "just a line\n")
 	secretValue := "AccountEndpoint=https://x.documents.azure.com/;AccountKey=c2VjcmV0c2VjcmV0;"
 
 	for _, tc := range []struct {
@@ -208,12 +209,12 @@ func TestCheckBadArguments(t *testing.T) {
 		if code != cli.ExitBadArgs || stdout != "" || !strings.Contains(stderr, tc.want) {
 			t.Errorf("check %v: code %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, stderr, tc.want)
 		}
-		assertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
+		clitest.AssertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
 	}
 }
 
 func TestCheckJavaEPKLeases(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, "java-v1")
+	srv, data, proc := clitest.NewShopAccount(t, 2, "java-v1")
 	tokens, err := proc.CreateLeases(true)
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +223,8 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	t.Setenv("connectionString", srv.ConnectionString()) // the process environment is the last source
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
@@ -253,7 +254,7 @@ func TestCheckJavaEPKLeases(t *testing.T) {
 // check shows the mode each lease is read in; an all-versions-and-deletes
 // processor's pending deletes are its lag.
 func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 1, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 1, "dotnet-v0")
 	if _, err := data.Upsert(map[string]any{"id": "o1", "pk": "p"}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +264,8 @@ func TestCheckAllVersionsAndDeletesLeases(t *testing.T) {
 	}
 	data.Delete("o1")
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	t.Setenv("connectionString", srv.ConnectionString())
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // A --set argument without key= may be a secret pasted alone: the error
@@ -28,7 +29,7 @@ func TestCheckUsesKEDAsHTTPTimeoutVariable(t *testing.T) {
 	if !strings.Contains(help, "KEDA_HTTP_DEFAULT_TIMEOUT") || !strings.Contains(help, "3000") {
 		t.Errorf("check --help does not describe the per-request timeout:\n%s", help)
 	}
-	so := writeMinimalScaledObject(t, "")
+	so := clitest.WriteMinimalScaledObject(t, "")
 	for _, value := range []string{"abc", "0", "-5"} {
 		t.Setenv("KEDA_HTTP_DEFAULT_TIMEOUT", value)
 		code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
@@ -41,7 +42,7 @@ func TestCheckUsesKEDAsHTTPTimeoutVariable(t *testing.T) {
 // --emulator says which checks it skips and which account settings of the
 // trigger it ignored.
 func TestCheckEmulatorSaysWhatItSkips(t *testing.T) {
-	so := writeMinimalScaledObject(t, `, endpoint: "https://shop.documents.azure.com:443/", connectionFromEnv: COSMOS`)
+	so := clitest.WriteMinimalScaledObject(t, `, endpoint: "https://shop.documents.azure.com:443/", connectionFromEnv: COSMOS`)
 	code, _, stderr := runCmd(t, "check", "-f", so, "--emulator")
 	if code != cli.ExitOK {
 		t.Fatalf("code %d, stderr %q", code, stderr)
@@ -56,7 +57,7 @@ func TestCheckEmulatorSaysWhatItSkips(t *testing.T) {
 // A ScaledJob is recognised and named, not reported as "0 ScaledObjects".
 func TestCheckRecognisesAScaledJob(t *testing.T) {
 	dir := t.TempDir()
-	sj := writeFile(t, dir, "sj.yaml", `apiVersion: keda.sh/v1alpha1
+	sj := clitest.WriteFile(t, dir, "sj.yaml", `apiVersion: keda.sh/v1alpha1
 kind: ScaledJob
 metadata: {name: orders-job}
 spec:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -204,11 +205,24 @@ func (v *clusterView) fill(r *checkReport) {
 		k.Verdict = fmt.Sprintf("not compared: KEDA has made no HPA for the ScaledObject; this estimate reads metric %d", r.Metric)
 	case r.Replicas != nil && *k.DesiredReplicas == r.Replicas.Desired:
 		k.Agree = true
-		k.Verdict = fmt.Sprintf("they agree: %d desired replica(s); metric %d here, %s in the HPA", r.Replicas.Desired, r.Metric, cli.Or(k.HPAMetric, "none"))
+		k.Verdict = fmt.Sprintf("they agree: %d desired replica(s); metric %d here, %s", r.Replicas.Desired, r.Metric, k.hpaMetricText())
 	default:
-		k.Verdict = fmt.Sprintf("they disagree: the HPA wants %d replica(s), this estimate %d; metric %d here, %s in the HPA (the HPA's is from KEDA's last poll)",
-			*k.DesiredReplicas, r.Replicas.Desired, r.Metric, cli.Or(k.HPAMetric, "none"))
+		k.Verdict = fmt.Sprintf("they disagree: the HPA wants %d replica(s), this estimate %d; metric %d here, %s (the HPA's is from KEDA's last poll)",
+			*k.DesiredReplicas, r.Replicas.Desired, r.Metric, k.hpaMetricText())
 	}
+}
+
+// hpaMetricText is the HPA's value of the metric as the trigger's metric,
+// comparable with this estimate's: an AverageValue is shown times the
+// HPA's current replicas ("100 in the HPA (50 average × 2 replica(s))").
+func (k *kedaReport) hpaMetricText() string {
+	switch {
+	case k.HPAMetricTotal == nil:
+		return "none in the HPA"
+	case strings.HasSuffix(k.HPAMetric, " (average)"):
+		return fmt.Sprintf("%s in the HPA (%s average × %d replica(s))", strconv.FormatFloat(*k.HPAMetricTotal, 'f', -1, 64), strings.TrimSuffix(k.HPAMetric, " (average)"), *k.CurrentReplicas)
+	}
+	return k.HPAMetric + " in the HPA"
 }
 
 // writeKEDAView writes KEDA's view and the verdict.
@@ -219,7 +233,13 @@ func writeKEDAView(b *strings.Builder, r *checkReport) {
 	}
 	b.WriteString("\nKEDA's view\n")
 	for _, c := range k.Conditions {
-		fmt.Fprintf(b, "  %-10s %-7s %s\n", c.Type, c.Status, strings.TrimSpace(c.Reason+": "+c.Message))
+		// KEDA leaves a condition's reason and message empty at times
+		// (Paused False on a ScaledObject that was never paused).
+		detail := c.Reason
+		if c.Message != "" {
+			detail = strings.TrimPrefix(detail+": "+c.Message, ": ")
+		}
+		b.WriteString(strings.TrimRight(fmt.Sprintf("  %-10s %-7s %s", c.Type, c.Status, detail), " ") + "\n")
 	}
 	if k.HPA == "" {
 		b.WriteString("  HPA        none: KEDA has made no HPA for this ScaledObject\n")

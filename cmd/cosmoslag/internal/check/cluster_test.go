@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
@@ -104,33 +105,40 @@ var defaultConnectCluster = connectCluster
 // environment from the cluster, runs the estimate, and shows KEDA's view
 // beside it: here the HPA's 2 desired replicas are this estimate's too.
 func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
-	srv := newTestAccount(t) // lag 7 on range 0, a stale parent on range 1: metric 7
-	newFakeCluster(t, srv.ConnectionString())
+	srv := clitest.NewTestAccount(t) // lag 7 on range 0, a stale parent on range 1: metric 7
+	// KEDA v2.21.0 leaves the reason and message of Paused False empty on
+	// a ScaledObject that was never paused.
+	f := newFakeCluster(t, srv.ConnectionString())
+	f.so.Status.Conditions = append(f.so.Status.Conditions, kedav1alpha1.Condition{Type: kedav1alpha1.ConditionPaused, Status: metav1.ConditionFalse})
+	if err := f.dyn.Tracker().Update(trigger.ScaledObjectsResource, toUnstructured(t, f.so, "ScaledObject"), "shop"); err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := runCmd(t, "check", "-n", "shop", "order-projector")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
 		"ScaledObject  shop/order-projector, trigger 1 (orders)",
+		"\n  Paused     False\n",
 		"Processor     order-projector: monitors shop/orders, leases in shop/leases",
 		"Replicas           2 → 2:",
 		"KEDA's view\n  Ready      True    ScaledObjectReady: ScaledObject is defined correctly and is ready for scaling\n",
 		"  Fallback   False   NoFallbackFound: No fallbacks are active on this scaled object\n",
 		"  HPA        keda-hpa-order-projector: metric 3500m (average), replicas 2 current, 2 desired\n",
-		"KEDA and this estimate: they agree: 2 desired replica(s); metric 7 here, 3500m (average) in the HPA\n",
+		"KEDA and this estimate: they agree: 2 desired replica(s); metric 7 here, 7 in the HPA (3500m average × 2 replica(s))\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 
 	code, stdout, _ = runCmd(t, "check", "order-projector", "--namespace", "shop", "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cli.ExitOK || r.KEDA == nil {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, stdout)
 	}
-	if !r.KEDA.Agree || r.KEDA.HPA != "keda-hpa-order-projector" || *r.KEDA.HPAMetricTotal != 7 || len(r.KEDA.Conditions) != 3 {
+	if !r.KEDA.Agree || r.KEDA.HPA != "keda-hpa-order-projector" || *r.KEDA.HPAMetricTotal != 7 || len(r.KEDA.Conditions) != 4 {
 		t.Errorf("keda %+v", r.KEDA)
 	}
 }
@@ -139,9 +147,9 @@ func TestCheckFromTheClusterAgreesWithKEDA(t *testing.T) {
 // Secret): the verdict says they disagree and why, while --set gives this
 // estimate the right connection.
 func TestCheckFromTheClusterSaysKEDAIsOnItsFallback(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	// A key but the emulator's goes over HTTPS only.
-	f := newFakeCluster(t, "AccountEndpoint="+overTLS(t, srv)+";AccountKey=d3Jvbmcta2V5LXdyb25nLWtleQ==;")
+	f := newFakeCluster(t, "AccountEndpoint="+clitest.OverTLS(t, srv)+";AccountKey=d3Jvbmcta2V5LXdyb25nLWtleQ==;")
 	f.so.Status.Conditions[2] = kedav1alpha1.Condition{Type: kedav1alpha1.ConditionFallback, Status: metav1.ConditionTrue, Reason: "FallbackExists", Message: "At least one trigger is falling back on this scaled object"}
 	if err := f.dyn.Tracker().Update(trigger.ScaledObjectsResource, toUnstructured(t, f.so, "ScaledObject"), "shop"); err != nil {
 		t.Fatal(err)
@@ -158,13 +166,13 @@ func TestCheckFromTheClusterSaysKEDAIsOnItsFallback(t *testing.T) {
 	if code != cli.ExitFailed || !strings.Contains(stderr, "  Fallback   True    FallbackExists:") || !strings.Contains(stderr, "not compared: the estimate failed") {
 		t.Errorf("wrong key: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
 // A missing object or a refused read is one line naming the object,
 // exit status 2.
 func TestCheckFromTheClusterNamesWhatItCannotRead(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	f := newFakeCluster(t, srv.ConnectionString())
 	code, _, stderr := runCmd(t, "check", "-n", "shop", "payments")
 	if code != cli.ExitBadArgs || stderr != "cosmoslag check: ScaledObject shop/payments not found\n" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // An account nobody answers for: check names the host, the operation, and
@@ -19,7 +20,7 @@ func TestCheckUnreachableAccountNamesHost(t *testing.T) {
 	host := ln.Addr().String()
 	ln.Close() // nothing listens there now: every try is refused
 	key := base64.StdEncoding.EncodeToString([]byte("an account key nobody checks"))
-	file := writeFile(t, t.TempDir(), "so.yaml", errorsManifest("",
+	file := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ErrorsManifest("",
 		"    - {parameter: connection, name: cosmos-secrets, key: connectionString}\n",
 		"AccountEndpoint=https://"+host+"/;AccountKey="+key+";", key))
 
@@ -30,5 +31,5 @@ func TestCheckUnreachableAccountNamesHost(t *testing.T) {
 	if want := "read database shop at " + host + ": "; !strings.Contains(stdout+stderr, want) {
 		t.Errorf("the error does not say %q:\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 }

@@ -19,28 +19,8 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return clitest.Run(t, commands, args...)
 }
 
-// The helpers the commands' tests share (package clitest).
-var (
-	writeFile                = clitest.WriteFile
-	newShopAccount           = clitest.NewShopAccount
-	assertNoSecret           = clitest.AssertNoSecret
-	writeMinimalScaledObject = clitest.WriteMinimalScaledObject
-	oneJSONDocument          = clitest.OneJSONDocument
-	docsBlock                = clitest.DocsBlock
-	errorsManifest           = clitest.ErrorsManifest
-	newTestAccount           = clitest.NewTestAccount
-	overTLS                  = clitest.OverTLS
-)
-
-const (
-	scaledObjectYAML = clitest.ScaledObjectYAML
-	triggerAuthYAML  = clitest.TriggerAuthYAML
-)
-
 // clitest.StartServe runs cosmoslag serve in-process (see clitest.StartServe).
 func startServe(t *testing.T, extra ...string) *clitest.Served {
 	t.Helper()
 	return clitest.StartServe(t, serve.Run, serve.EmulatorKey, extra...)
 }
-
-var readServeLines = clitest.ReadServeLines

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 )
 
@@ -28,13 +29,13 @@ func TestCheckInputForms(t *testing.T) {
     processorName: order-projector
 `
 	item := func(doc string) string { return "  - " + strings.TrimPrefix(indent(doc, "    "), "    ") }
-	list := "apiVersion: v1\nkind: List\nitems:\n" + item(scaledObjectYAML) + item(triggerAuthYAML)
+	list := "apiVersion: v1\nkind: List\nitems:\n" + item(clitest.ScaledObjectYAML) + item(clitest.TriggerAuthYAML)
 	for _, tc := range []struct {
 		name, input string
 		stdin       bool
 		note        string
 	}{
-		{"stdin, two documents", scaledObjectYAML + "---\n" + triggerAuthYAML, true, ""},
+		{"stdin, two documents", clitest.ScaledObjectYAML + "---\n" + clitest.TriggerAuthYAML, true, ""},
 		{"kind: List", list, false, ""},
 		{"kind: List on stdin", list, true, ""},
 		{"fragment: a list of triggers", fragment, false, "bare triggers: fragment"},
@@ -45,7 +46,7 @@ func TestCheckInputForms(t *testing.T) {
 			trigger.Stdin = strings.NewReader(tc.input)
 			args = append(args, "-")
 		} else {
-			args = append(args, writeFile(t, t.TempDir(), "in.yaml", tc.input))
+			args = append(args, clitest.WriteFile(t, t.TempDir(), "in.yaml", tc.input))
 		}
 		code, stdout, stderr := runCmd(t, args...)
 		trigger.Stdin = os.Stdin

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // clitest.OneJSONDocument decodes stdout, which must hold exactly one JSON object.
@@ -37,7 +38,7 @@ func (r *checkReport) UnmarshalJSON(b []byte) error {
 // configuration errors (exit 2) included.
 func TestCheckJSONOnConfigurationErrors(t *testing.T) {
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -53,7 +54,7 @@ func TestCheckJSONOnConfigurationErrors(t *testing.T) {
 			t.Errorf("check %v: code %d, stderr %q", tc.args, code, stderr)
 			continue
 		}
-		doc := oneJSONDocument(t, stdout)
+		doc := clitest.OneJSONDocument(t, stdout)
 		if msg, _ := doc["error"].(string); !strings.Contains(msg, tc.want) || doc["exitCode"] != float64(cli.ExitBadArgs) {
 			t.Errorf("check %v: JSON %v; want error %q and exitCode 2", tc.args, doc, tc.want)
 		}
@@ -68,16 +69,16 @@ func TestCheckJSONOnConfigurationErrors(t *testing.T) {
 // A failed estimate's JSON has the error and no metric, totalLag or active
 // a script could read as a real zero; a successful one has them, zero or not.
 func TestCheckJSONFailedEstimateHasNoZeroMetric(t *testing.T) {
-	srv := newTestAccount(t)
-	so := writeFile(t, t.TempDir(), "so.yaml", scaledObjectYAML)
+	srv := clitest.NewTestAccount(t)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ScaledObjectYAML)
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
-	conn := fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", overTLS(t, srv), wrongKey)
+	conn := fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", clitest.OverTLS(t, srv), wrongKey)
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--set", "connection="+conn, "-o", "json")
 	if code != cli.ExitFailed {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	doc := oneJSONDocument(t, stdout)
+	doc := clitest.OneJSONDocument(t, stdout)
 	if msg, _ := doc["error"].(string); !strings.Contains(msg, "401") || doc["exitCode"] != float64(cli.ExitFailed) {
 		t.Errorf("JSON %v: want the 401 error and exitCode 1", doc)
 	}
@@ -86,13 +87,13 @@ func TestCheckJSONFailedEstimateHasNoZeroMetric(t *testing.T) {
 			t.Errorf("a failed estimate carries %q: %s", k, stdout)
 		}
 	}
-	assertNoSecret(t, wrongKey, stdout, stderr)
+	clitest.AssertNoSecret(t, wrongKey, stdout, stderr)
 
 	code, stdout, stderr = runCmd(t, "check", "-f", so, "--set", "connection="+srv.ConnectionString(), "-o", "json")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	doc = oneJSONDocument(t, stdout)
+	doc = clitest.OneJSONDocument(t, stdout)
 	for _, k := range []string{"metric", "totalLag", "active", "activePartitions", "leases", "replicas"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("a successful estimate lacks %q: %s", k, stdout)
@@ -101,15 +102,15 @@ func TestCheckJSONFailedEstimateHasNoZeroMetric(t *testing.T) {
 	if _, ok := doc["error"]; ok || doc["exitCode"] != float64(cli.ExitOK) {
 		t.Errorf("a successful estimate: %s", stdout)
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }
 
 // The --help example "check -f so.yaml --set connection=… -o json" works
 // when the ScaledObject has an authenticationRef and no --auth file is
 // given, and says where the account parameters came from.
 func TestCheckSetSatisfiesAuthenticationRef(t *testing.T) {
-	srv := newTestAccount(t)
-	so := writeFile(t, t.TempDir(), "so.yaml", scaledObjectYAML)
+	srv := clitest.NewTestAccount(t)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ScaledObjectYAML)
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--set", "connection="+srv.ConnectionString(), "-o", "json")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -124,5 +125,5 @@ func TestCheckSetSatisfiesAuthenticationRef(t *testing.T) {
 	if !strings.Contains(stderr, "cosmos-auth") || !strings.Contains(stderr, "--set: connection") {
 		t.Errorf("stderr does not say the TriggerAuthentication's parameters came from --set: %q", stderr)
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
@@ -15,7 +16,7 @@ import (
 // the processor names the lease container's ids start with, instead of
 // calling the processor's leases never checkpointed.
 func TestCheckTellsNoLeaseMatchFromNeverCheckpointed(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(true); err != nil { // order-projector: 2 leases, .info, .lock
 		t.Fatal(err)
 	}
@@ -25,8 +26,8 @@ func TestCheckTellsNoLeaseMatchFromNeverCheckpointed(t *testing.T) {
 	}
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	so := writeFile(t, dir, "so.yaml", strings.Replace(scaledObjectYAML, "processorName: order-projector", "processorName: order-projecter", 1))
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "processorName: order-projector", "processorName: order-projecter", 1))
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
 	if code != cli.ExitOK {
@@ -61,7 +62,7 @@ func TestCheckTellsNoLeaseMatchFromNeverCheckpointed(t *testing.T) {
 	}
 
 	// The right name: leases found, no inspect.NoLeaseMatch.
-	code, stdout, _ = runCmd(t, "check", "-f", writeFile(t, dir, "right.yaml", scaledObjectYAML), "--auth", ta, "-o", "json")
+	code, stdout, _ = runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "right.yaml", clitest.ScaledObjectYAML), "--auth", ta, "-o", "json")
 	r = checkReport{}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cli.ExitOK || r.NoLeaseMatch != nil || len(r.Leases) != 2 {
 		t.Errorf("right name: exit %d, %v, noLeaseMatch %+v, %d leases", code, err, r.NoLeaseMatch, len(r.Leases))
@@ -70,10 +71,10 @@ func TestCheckTellsNoLeaseMatchFromNeverCheckpointed(t *testing.T) {
 
 // An empty lease container: the processor has not started.
 func TestCheckNoLeaseMatchInAnEmptyContainer(t *testing.T) {
-	srv, _, _ := newShopAccount(t, 1, "dotnet-v0")
+	srv, _, _ := clitest.NewShopAccount(t, 1, "dotnet-v0")
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", scaledObjectYAML), "--auth", writeFile(t, dir, "ta.yaml", triggerAuthYAML))
+	code, stdout, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML), "--auth", clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML))
 	want := `WARNING  no lease document matches processorName "order-projector": lease container shop/leases is empty: the processor has not started`
 	if code != cli.ExitOK || !strings.Contains(stdout, want) {
 		t.Errorf("exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
@@ -85,14 +86,14 @@ func TestCheckNoLeaseMatchInAnEmptyContainer(t *testing.T) {
 // prefix shown keeps that host, so the right processor name with a
 // foreign host is visible.
 func TestCheckNoLeaseMatchShowsAForeignAccountHost(t *testing.T) {
-	srv, _, proc := newShopAccount(t, 1, "dotnet-v0")
+	srv, _, proc := clitest.NewShopAccount(t, 1, "dotnet-v0")
 	proc.AccountHost = "orders-westeurope.documents.azure.com"
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	_, stdout, _ := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", scaledObjectYAML), "--auth", writeFile(t, dir, "ta.yaml", triggerAuthYAML), "-o", "json")
+	_, stdout, _ := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML), "--auth", clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML), "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
@@ -107,14 +108,14 @@ func TestCheckNoLeaseMatchShowsAForeignAccountHost(t *testing.T) {
 // The processor's leases on another monitored container: the documents
 // start with the processor name but none is a lease for this container.
 func TestCheckNoLeaseMatchNamesLeasesOfAnotherContainer(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 1, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 1, "dotnet-v0")
 	payments := data.Database().CreateContainer("payments", "/pk", 2)
 	if _, err := leasetest.NewWriter("order-projector", payments, proc.Leases, "dotnet-v0").CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, dir, "so.yaml", scaledObjectYAML), "--auth", writeFile(t, dir, "ta.yaml", triggerAuthYAML))
+	code, stdout, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML), "--auth", clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML))
 	want := `WARNING  no lease document matches processorName "order-projector": lease container shop/leases holds 4 document(s), none a lease of this processor for shop/orders; ` +
 		`4 start with "order-projector" and name another container or account (or are its .info and .lock documents); check processorName`
 	if code != cli.ExitOK || !strings.Contains(stdout, want) {

@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // check shows, per lagging lease, when its oldest pending change was made
 // and its age, and the oldest over every lease, in the table and the JSON.
 func TestCheckShowsOldestPendingChange(t *testing.T) {
 	before := time.Now().Truncate(time.Second)
-	srv := newTestAccount(t) // lease 0: 7 pending; lease 1: a stale parent
+	srv := clitest.NewTestAccount(t) // lease 0: 7 pending; lease 1: a stale parent
 	after := time.Now()
 	checkNow = func() time.Time { return time.Now().Add(90 * time.Second) }
 	t.Cleanup(func() { checkNow = time.Now })
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", scaledObjectYAML)
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", clitest.ScaledObjectYAML)
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	t.Setenv("connectionString", srv.ConnectionString())
 
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)

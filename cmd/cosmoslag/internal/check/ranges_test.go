@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
@@ -18,8 +19,8 @@ func checkAgainst(t *testing.T, srv *cosmostest.Server, min string) (table, stde
 	t.Helper()
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	so := writeFile(t, dir, "so.yaml", strings.Replace(scaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: "+min, 1))
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
+	so := clitest.WriteFile(t, dir, "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: "+min, 1))
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
 	code, table, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, stderr)
@@ -28,7 +29,7 @@ func checkAgainst(t *testing.T, srv *cosmostest.Server, min string) (table, stde
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != cli.ExitOK || report.checkEstimate == nil {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
 	}
-	assertNoSecret(t, srv.Key(), table, stderr, out)
+	clitest.AssertNoSecret(t, srv.Key(), table, stderr, out)
 	if stderr != "" {
 		t.Logf("stderr:\n%s", stderr)
 	}

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // With minReplicaCount 1, check starts the replica plan from 1, not from
 // --current-replicas' default 0: KEDA never runs fewer than the minimum.
 func TestCheckFloorsCurrentReplicasAtMinReplicaCount(t *testing.T) {
-	so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(scaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: 1", 1)+"---\n"+triggerAuthYAML)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: 1", 1)+"---\n"+clitest.TriggerAuthYAML)
 	code, stdout, stderr := runCmd(t, "check", "-f", so, "--emulator")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 func secretYAML(namespace, name, field, key, value string) string {
@@ -23,7 +24,7 @@ func secretYAML(namespace, name, field, key, value string) string {
 // secretTargetRef, looked up by Secret name and key in the ScaledObject's
 // namespace, from data (base64) or stringData.
 func TestCheckUsesSecretDocuments(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	conn := srv.ConnectionString()
 	for _, field := range []string{"data", "stringData"} {
 		dir := t.TempDir()
@@ -31,30 +32,30 @@ func TestCheckUsesSecretDocuments(t *testing.T) {
 		// name must not be taken.
 		decoys := secretYAML("other", "cosmos-secrets", field, "connectionString", "AccountEndpoint=https://decoy.invalid/;AccountKey=ZGVjb3k=;") + "---\n" +
 			secretYAML("shop", "unrelated", field, "connectionString", "AccountEndpoint=https://decoy.invalid/;AccountKey=ZGVjb3k=;")
-		so := writeFile(t, dir, "all.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+decoys+"---\n"+secretYAML("shop", "cosmos-secrets", field, "connectionString", conn))
+		so := clitest.WriteFile(t, dir, "all.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+decoys+"---\n"+secretYAML("shop", "cosmos-secrets", field, "connectionString", conn))
 		code, stdout, stderr := runCmd(t, "check", "-f", so)
 		if code != cli.ExitOK || !strings.Contains(stdout, "Total lag          7 over 2 lease(s)") {
 			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", field, code, stdout, stderr)
 		}
-		assertNoSecret(t, srv.Key(), stdout, stderr)
+		clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 	}
 }
 
 func TestCheckSecretDocumentErrors(t *testing.T) {
 	const value = "AccountEndpoint=https://x.documents.azure.com/;AccountKey=c2VjcmV0c2VjcmV0;"
-	otherNamespaceAuth := strings.Replace(triggerAuthYAML, "namespace: shop", "namespace: payments", 1)
+	otherNamespaceAuth := strings.Replace(clitest.TriggerAuthYAML, "namespace: shop", "namespace: payments", 1)
 	for _, tc := range []struct {
 		name, files string
 		want        []string
 	}{
-		{"secret in another namespace", triggerAuthYAML + "---\n" + secretYAML("payments", "cosmos-secrets", "stringData", "connectionString", value),
+		{"secret in another namespace", clitest.TriggerAuthYAML + "---\n" + secretYAML("payments", "cosmos-secrets", "stringData", "connectionString", value),
 			[]string{`secret "cosmos-secrets" key "connectionString"`, "namespace payments", "KEDA reads it in namespace shop"}},
-		{"secret without the key", triggerAuthYAML + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connection", value),
+		{"secret without the key", clitest.TriggerAuthYAML + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connection", value),
 			[]string{"Secret shop/cosmos-secrets", `no key "connectionString"`}},
 		{"trigger authentication in another namespace", otherNamespaceAuth + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connectionString", value),
 			[]string{`TriggerAuthentication "cosmos-auth"`, "namespace payments", "would not find it"}},
 	} {
-		so := writeFile(t, t.TempDir(), "all.yaml", scaledObjectYAML+"---\n"+tc.files)
+		so := clitest.WriteFile(t, t.TempDir(), "all.yaml", clitest.ScaledObjectYAML+"---\n"+tc.files)
 		for _, format := range []string{"table", "json"} {
 			code, stdout, stderr := runCmd(t, "check", "-f", so, "-o", format)
 			if code != cli.ExitBadArgs {
@@ -65,7 +66,7 @@ func TestCheckSecretDocumentErrors(t *testing.T) {
 					t.Errorf("%s (-o %s): stderr does not say %q: %q", tc.name, format, w, stderr)
 				}
 			}
-			assertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
+			clitest.AssertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
 		}
 	}
 }

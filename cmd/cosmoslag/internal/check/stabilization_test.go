@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // check holds a scale down for the ScaledObject's stabilization window
@@ -22,7 +23,7 @@ func TestCheckScaleDownStabilizationWindow(t *testing.T) {
 		{"from the ScaledObject", "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown:\n          stabilizationWindowSeconds: 60\n", 5, 60},
 		{"window 0", "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown:\n          stabilizationWindowSeconds: 0\n", 2, 0},
 	} {
-		so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(scaledObjectYAML, "spec:\n", "spec:\n"+tc.advanced, 1))
+		so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "spec:\n", "spec:\n"+tc.advanced, 1))
 		code, stdout, stderr := runCmd(t, "check", "-f", so, "--emulator", "--current-replicas", "5", "-o", "json")
 		if code != cli.ExitOK {
 			t.Fatalf("%s: exit %d\n%s\n%s", tc.name, code, stdout, stderr)
@@ -37,7 +38,7 @@ func TestCheckScaleDownStabilizationWindow(t *testing.T) {
 			t.Errorf("%s: replicas %+v; want desired %d, window %ds, 2 after it", tc.name, *p, tc.desired, tc.windowSeconds)
 		}
 	}
-	so := writeFile(t, t.TempDir(), "so.yaml", scaledObjectYAML)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ScaledObjectYAML)
 	_, stdout, _ := runCmd(t, "check", "-f", so, "--emulator", "--current-replicas", "5")
 	if !strings.Contains(stdout, "→ 2 once the scale-down stabilization window (300s) has passed") {
 		t.Errorf("the table does not say where the replicas go after the window:\n%s", stdout)

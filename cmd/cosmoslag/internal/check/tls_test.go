@@ -83,7 +83,7 @@ func TestCheckTrustsTheCAFileThroughSSLCertFile(t *testing.T) {
 	s.ControlJSON(t, "POST", "/control/containers", map[string]any{"database": "shop", "id": "orders", "partitionKeyPath": "/pk", "ranges": 1}, 201, nil)
 	s.ControlJSON(t, "POST", "/control/containers", map[string]any{"database": "shop", "id": "leases", "partitionKeyPath": "/id"}, 201, nil)
 	s.ControlJSON(t, "POST", "/control/processors", map[string]any{"name": "p", "database": "shop", "monitored": "orders", "leases": "leases", "startFromNow": true}, 201, nil)
-	lines := readServeLines(t, s, 3)
+	lines := clitest.ReadServeLines(t, s, 3)
 	conn, _ := strings.CutPrefix(lines[0], "connection string ")
 	env, _ := strings.CutPrefix(lines[2], "trust it ")
 	env, _, _ = strings.Cut(env, " ")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // check prints the scaler's own warnings on the trigger's metadata, a
@@ -14,7 +15,7 @@ import (
 // JSON warnings array, naming keys only.
 func TestCheckPrintsScalerWarnings(t *testing.T) {
 	const secret = "c2VjcmV0c2VjcmV0"
-	so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(scaledObjectYAML, `changeFeedLagThreshold: "50"`,
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(clitest.ScaledObjectYAML, `changeFeedLagThreshold: "50"`,
 		`changeFeedLagThreshold: "50"
         changeFeedLagTreshold: "40"
         connection: "AccountEndpoint=https://x.documents.azure.com/;AccountKey=`+secret+`;"`, 1))
@@ -30,7 +31,7 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 			t.Errorf("table does not say %q:\n%s", want, stdout)
 		}
 	}
-	assertNoSecret(t, secret, stdout, stderr)
+	clitest.AssertNoSecret(t, secret, stdout, stderr)
 
 	code, stdout, stderr = runCmd(t, "check", "-f", so, "--emulator", "-o", "json")
 	var r checkReport
@@ -40,10 +41,10 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "connection") || !strings.Contains(r.Warnings[1], "changeFeedLagTreshold") {
 		t.Errorf("warnings: %q", r.Warnings)
 	}
-	assertNoSecret(t, secret, stdout, stderr)
+	clitest.AssertNoSecret(t, secret, stdout, stderr)
 
 	// Without a warning the array is there, empty.
-	clean := writeFile(t, t.TempDir(), "so.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML)
+	clean := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML)
 	_, stdout, _ = runCmd(t, "check", "-f", clean, "--emulator", "-o", "json")
 	if !strings.Contains(stdout, `"warnings": []`) {
 		t.Errorf("no empty warnings array:\n%s", stdout)
@@ -55,7 +56,7 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 // zero, and check says so, in the table and the JSON; at minReplicaCount 1
 // it does not.
 func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(false); err != nil { // never checkpointed
 		t.Fatal(err)
 	}
@@ -64,10 +65,10 @@ func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
 	}
 	t.Setenv("connectionString", srv.ConnectionString())
 	dir := t.TempDir()
-	ta := writeFile(t, dir, "ta.yaml", triggerAuthYAML)
-	atZero := writeFile(t, dir, "zero.yaml", scaledObjectYAML)
-	absent := writeFile(t, dir, "absent.yaml", strings.Replace(scaledObjectYAML, "  minReplicaCount: 0\n", "", 1))
-	atOne := writeFile(t, dir, "one.yaml", strings.Replace(scaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: 1", 1))
+	ta := clitest.WriteFile(t, dir, "ta.yaml", clitest.TriggerAuthYAML)
+	atZero := clitest.WriteFile(t, dir, "zero.yaml", clitest.ScaledObjectYAML)
+	absent := clitest.WriteFile(t, dir, "absent.yaml", strings.Replace(clitest.ScaledObjectYAML, "  minReplicaCount: 0\n", "", 1))
+	atOne := clitest.WriteFile(t, dir, "one.yaml", strings.Replace(clitest.ScaledObjectYAML, "minReplicaCount: 0", "minReplicaCount: 1", 1))
 
 	for _, so := range []string{atZero, absent} {
 		code, stdout, stderr := runCmd(t, "check", "-f", so, "--auth", ta)
@@ -99,22 +100,22 @@ func TestCheckWarnsWhenTheProcessorCannotWakeFromZero(t *testing.T) {
 func TestCheckEmulatorChecksBeforeReplacing(t *testing.T) {
 	const key = "c2VjcmV0c2VjcmV0"
 	conn := "AccountEndpoint=https://shop.documents.azure.com:443/;AccountKey=" + key + ";"
-	good := scaledObjectYAML + "---\n" + triggerAuthYAML + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connectionString", conn)
-	code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, t.TempDir(), "good.yaml", good), "--emulator")
+	good := clitest.ScaledObjectYAML + "---\n" + clitest.TriggerAuthYAML + "---\n" + secretYAML("shop", "cosmos-secrets", "stringData", "connectionString", conn)
+	code, stdout, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, t.TempDir(), "good.yaml", good), "--emulator")
 	if code != cli.ExitOK || !strings.Contains(stderr, "replaced: connection; not checked: whether the accounts exist") {
 		t.Errorf("valid: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"lease key without leaseEndpoint", "processorName: order-projector", "processorName: order-projector\n        leaseCosmosDBKey: " + key, "leaseCosmosDBKey is set but neither leaseEndpoint"},
 		{"connection without AccountEndpoint", "AccountEndpoint=https://shop.documents.azure.com:443/;", "", "AccountEndpoint"},
 	} {
 		in := strings.Replace(good, tc.from, tc.to, 1)
-		code, stdout, stderr := runCmd(t, "check", "-f", writeFile(t, t.TempDir(), "bad.yaml", in), "--emulator")
+		code, stdout, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, t.TempDir(), "bad.yaml", in), "--emulator")
 		if code != cli.ExitBadArgs || !strings.Contains(stderr, "checked before --emulator replaces the account") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q", tc.name, code, stderr)
 		}
-		assertNoSecret(t, key, stdout, stderr)
+		clitest.AssertNoSecret(t, key, stdout, stderr)
 	}
 }

@@ -290,45 +290,6 @@ func ReadServeLines(t *testing.T, s *Served, n int) []string {
 	return lines
 }
 
-// DocsBlock returns the lines of the first code block of the page (a path
-// from the repository's root) that follows after (a line of prose or the
-// block's first line).
-func DocsBlock(t *testing.T, page, after string) []string {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(RepoRoot(t), page))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, found := strings.Cut(string(doc), after)
-	_, block, opened := strings.Cut(rest, "```")
-	_, block, _ = strings.Cut(block, "\n") // after the language, if any
-	block, _, closed := strings.Cut(block, "```")
-	if !found || !opened || !closed {
-		t.Fatalf("%s has no code block after %q", page, after)
-	}
-	return strings.Split(strings.TrimSuffix(block, "\n"), "\n")
-}
-
-// RepoRoot is the repository's root: the directory of go.mod above the
-// test's working directory.
-func RepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 const errorsScaledObjectYAML = `apiVersion: keda.sh/v1alpha1
 kind: ScaledObject
 metadata: {name: order-projector, namespace: shop}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 // runDemoNow runs the demo without its real-time pacing (its simulation
@@ -73,10 +74,10 @@ func assertExcerpt(t *testing.T, page string, excerpt []string, output string) {
 // defaults) with rows left out: every figure, and every line but table
 // rows, as the command prints them.
 func TestUsageDocsDemoExcerptsAreTheDemosOutput(t *testing.T) {
-	excerpt := docsBlock(t, "docs/usage.md", "An excerpt of a real run")
+	excerpt := testhelp.DocsBlock(t, "docs/usage.md", "An excerpt of a real run")
 	assertExcerpt(t, "docs/usage.md", excerpt, runDemoNow(t))
 
-	merge := docsBlock(t, "docs/usage.md", "`cosmoslag demo --merge` runs")
+	merge := testhelp.DocsBlock(t, "docs/usage.md", "`cosmoslag demo --merge` runs")
 	var rows []string
 	for _, line := range strings.Split(runDemoNow(t, "--merge"), "\n") {
 		rows = append(rows, normalizeRU(line))

@@ -16,30 +16,8 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return clitest.Run(t, commands, args...)
 }
 
-// The helpers the commands' tests share (package clitest).
-var (
-	writeFile                = clitest.WriteFile
-	newShopAccount           = clitest.NewShopAccount
-	assertNoSecret           = clitest.AssertNoSecret
-	writeMinimalScaledObject = clitest.WriteMinimalScaledObject
-	oneJSONDocument          = clitest.OneJSONDocument
-	docsBlock                = clitest.DocsBlock
-	errorsManifest           = clitest.ErrorsManifest
-	newTestAccount           = clitest.NewTestAccount
-)
-
-const (
-	scaledObjectYAML = clitest.ScaledObjectYAML
-	triggerAuthYAML  = clitest.TriggerAuthYAML
-)
-
-// served is a running cosmoslag serve; clitest.StartServe runs one in-process
-// (see clitest.StartServe).
-type served = clitest.Served
-
-func startServe(t *testing.T, extra ...string) *served {
+// startServe runs cosmoslag serve in-process (clitest.StartServe).
+func startServe(t *testing.T, extra ...string) *clitest.Served {
 	t.Helper()
 	return clitest.StartServe(t, Run, EmulatorKey, extra...)
 }
-
-var readServeLines = clitest.ReadServeLines

@@ -3,6 +3,8 @@ package serve
 import (
 	"strings"
 	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // serve prints, after its two ready lines, how to connect: a connection
@@ -10,7 +12,7 @@ import (
 // SSL_CERT_FILE line; a --key of one's own is never printed.
 func TestServePrintsHowToConnect(t *testing.T) {
 	s := startServe(t)
-	lines := readServeLines(t, s, 3)
+	lines := clitest.ReadServeLines(t, s, 3)
 	if want := "connection string AccountEndpoint=" + s.Endpoint + ";AccountKey=" + EmulatorKey + ";"; lines[0] != want {
 		t.Errorf("line 3 %q, want %q", lines[0], want)
 	}
@@ -23,7 +25,7 @@ func TestServePrintsHowToConnect(t *testing.T) {
 
 	const key = "dGVzdC1vbmx5LWtleS10ZXN0LW9ubHkta2V5LXRlc3Qtb25seS1rZXk="
 	s = startServe(t, "--key", key)
-	lines = readServeLines(t, s, 1)
+	lines = clitest.ReadServeLines(t, s, 1)
 	if want := "connection string AccountEndpoint=" + s.Endpoint + ";AccountKey=<the --key value>;"; lines[0] != want {
 		t.Errorf("with --key: %q, want %q", lines[0], want)
 	}

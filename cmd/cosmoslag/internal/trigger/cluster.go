@@ -92,18 +92,20 @@ func (c *Cluster) ReadCluster(ctx context.Context, namespace, name, selector str
 			return nil, nil, nil, err
 		}
 	}
-	if needsEnv(trig.Metadata) {
-		if podSpec == nil {
-			return nil, nil, nil, fmt.Errorf("the trigger takes parameters from the environment (...FromEnv), and %s has no containers", targetName)
-		}
+	// KEDA resolves the scale target's environment before each trigger
+	// (ResolveContainerEnv in buildScalers), whether the trigger reads it
+	// or not, and fails the trigger when it cannot.
+	if podSpec != nil {
 		container, err := pickContainer(podSpec, so.Spec.ScaleTargetRef.EnvSourceContainerName, targetName)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if cv.Env, err = r.containerEnv(container, namespace); err != nil {
-			return nil, nil, nil, err
-		}
 		cv.Target = fmt.Sprintf("container %s of %s", container.Name, targetName)
+		if cv.Env, err = r.containerEnv(container, namespace); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s (KEDA resolves its environment for every trigger and fails the trigger when it cannot): %w", cv.Target, err)
+		}
+	} else if needsEnv(trig.Metadata) {
+		return nil, nil, nil, fmt.Errorf("the trigger takes parameters from the environment (...FromEnv), and %s has no containers", targetName)
 	}
 	m.Cluster = cv
 	values.Secrets = r.secrets
@@ -181,49 +183,50 @@ func (r *clusterRead) auth(ref *kedav1alpha1.AuthenticationRef, namespace string
 }
 
 // resolveAuth resolves the TriggerAuthentication's references in KEDA's
-// order: env (each from its containerName, or the first container), then
-// configMapTargetRef, then secretTargetRef, a later one winning.
+// order (winningAuthRefs): env (each from its containerName, or the first
+// container), then configMapTargetRef, then secretTargetRef, a later one
+// winning. Only the winning reference of each parameter is read.
 func (r *clusterRead) resolveAuth(auth *namedAuth, namespace string, podSpec *corev1.PodSpec, targetName string, cv *ClusterValues) error {
-	spec := auth.spec
-	for _, e := range spec.Env {
-		if podSpec == nil {
-			return fmt.Errorf("%s %s: parameter %s comes from environment variable %s, and %s has no containers", auth.Kind, auth.name, e.Parameter, e.Name, targetName)
+	for _, ref := range winningAuthRefs(&auth.spec) {
+		switch ref.what {
+		case "environment variable":
+			if podSpec == nil {
+				return fmt.Errorf("%s %s: parameter %s comes from environment variable %s, and %s has no containers", auth.Kind, auth.name, ref.param, ref.key, targetName)
+			}
+			container, err := pickContainer(podSpec, ref.container, targetName)
+			if err != nil {
+				return fmt.Errorf("%s %s: parameter %s: %w", auth.Kind, auth.name, ref.param, err)
+			}
+			env, err := r.containerEnv(container, r.scaledNamespace(auth, namespace))
+			if err != nil {
+				return err
+			}
+			v, ok := env[ref.key]
+			if !ok {
+				return fmt.Errorf("%s %s: parameter %s comes from environment variable %s, which container %s of %s does not set", auth.Kind, auth.name, ref.param, ref.key, container.Name, targetName)
+			}
+			cv.AuthParams[ref.param] = v
+		case "configMap":
+			cm, err := r.c.Kube.CoreV1().ConfigMaps(namespace).Get(r.ctx, ref.name, metav1.GetOptions{})
+			if err != nil {
+				return readError("ConfigMap", namespace, ref.name, err)
+			}
+			v, ok := cm.Data[ref.key]
+			if !ok {
+				return fmt.Errorf("%s %s: parameter %s comes from ConfigMap %s/%s, which has no key %q", auth.Kind, auth.name, ref.param, namespace, ref.name, ref.key)
+			}
+			cv.AuthParams[ref.param] = v
+		case "secret":
+			sec, err := r.secret(namespace, ref.name)
+			if err != nil {
+				return readError("Secret", namespace, ref.name, err)
+			}
+			v, ok := sec.Data[ref.key]
+			if !ok {
+				return fmt.Errorf("%s %s: parameter %s comes from Secret %s/%s, which has no key %q", auth.Kind, auth.name, ref.param, namespace, ref.name, ref.key)
+			}
+			cv.AuthParams[ref.param] = string(v)
 		}
-		container, err := pickContainer(podSpec, e.ContainerName, targetName)
-		if err != nil {
-			return fmt.Errorf("%s %s: parameter %s: %w", auth.Kind, auth.name, e.Parameter, err)
-		}
-		env, err := r.containerEnv(container, r.scaledNamespace(auth, namespace))
-		if err != nil {
-			return err
-		}
-		v, ok := env[e.Name]
-		if !ok {
-			return fmt.Errorf("%s %s: parameter %s comes from environment variable %s, which container %s of %s does not set", auth.Kind, auth.name, e.Parameter, e.Name, container.Name, targetName)
-		}
-		cv.AuthParams[e.Parameter] = v
-	}
-	for _, ref := range spec.ConfigMapTargetRef {
-		cm, err := r.c.Kube.CoreV1().ConfigMaps(namespace).Get(r.ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return readError("ConfigMap", namespace, ref.Name, err)
-		}
-		v, ok := cm.Data[ref.Key]
-		if !ok {
-			return fmt.Errorf("%s %s: parameter %s comes from ConfigMap %s/%s, which has no key %q", auth.Kind, auth.name, ref.Parameter, namespace, ref.Name, ref.Key)
-		}
-		cv.AuthParams[ref.Parameter] = v
-	}
-	for _, ref := range spec.SecretTargetRef {
-		sec, err := r.secret(namespace, ref.Name)
-		if err != nil {
-			return readError("Secret", namespace, ref.Name, err)
-		}
-		v, ok := sec.Data[ref.Key]
-		if !ok {
-			return fmt.Errorf("%s %s: parameter %s comes from Secret %s/%s, which has no key %q", auth.Kind, auth.name, ref.Parameter, namespace, ref.Name, ref.Key)
-		}
-		cv.AuthParams[ref.Parameter] = string(v)
 	}
 	return nil
 }
@@ -375,35 +378,38 @@ func (r *clusterRead) containerEnv(c *corev1.Container, namespace string) (map[s
 func isOptional(optional *bool) bool { return optional != nil && *optional }
 
 // expandEnv expands $(NAME) in an env value from the variables defined
-// before it, as the kubelet and KEDA do: $$ is a literal $, and a
-// reference to an unknown variable is left as written.
+// before it as KEDA's resolver does (resolveEnvValue in
+// pkg/scaling/resolver, v2.21.0), which is close to the kubelet's rule but
+// not the same: $$ is a literal $ and a reference to an unknown variable
+// is left as written, but a $ with fewer than three characters after it is
+// taken as written ("a$$" stays "a$$"), and after an unclosed "$(" the
+// rest is still scanned.
 func expandEnv(value string, env map[string]string) string {
 	var b strings.Builder
-	for i := 0; i < len(value); i++ {
-		if value[i] != '$' || i+1 >= len(value) {
-			b.WriteByte(value[i])
+	checkpoint := 0
+	for cursor := 0; cursor < len(value); cursor++ {
+		if value[cursor] != '$' || cursor+3 >= len(value) {
 			continue
 		}
-		switch value[i+1] {
+		b.WriteString(value[checkpoint:cursor])
+		content, length := "$"+string(value[cursor+1]), 1
+		switch value[cursor+1] {
 		case '$':
-			b.WriteByte('$')
-			i++
+			content = "$"
 		case '(':
-			end := strings.IndexByte(value[i+2:], ')')
-			if end < 0 {
-				b.WriteString(value[i:])
-				return b.String()
+			content = "$("
+			if end := strings.IndexByte(value[cursor+2:], ')'); end >= 0 {
+				name := value[cursor+2 : cursor+2+end]
+				content = "$(" + name + ")"
+				if v, ok := env[name]; ok {
+					content = v
+				}
+				length = end + 2
 			}
-			name := value[i+2 : i+2+end]
-			if v, ok := env[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
 		}
+		b.WriteString(content)
+		cursor += length
+		checkpoint = cursor + 1
 	}
-	return b.String()
+	return b.String() + value[checkpoint:]
 }

@@ -322,7 +322,7 @@ func (s *Setup) resolveAuth(m *Manifests, ref *kedav1alpha1.AuthenticationRef, v
 		s.Config.PodIdentity = *spec.PodIdentity
 	}
 	s.noteUnreadSources(kind, ref.Name, &spec)
-	refs := authRefs(&spec)
+	refs := winningAuthRefs(&spec)
 	if sample {
 		// Not resolved: --emulator replaces them. Recorded for its banner.
 		for _, r := range refs {
@@ -415,23 +415,46 @@ func (s *Setup) noteUnreadSources(kind, name string, spec *kedav1alpha1.TriggerA
 }
 
 // authRef is one parameter a TriggerAuthentication takes from a secret, a
-// config map or an environment variable (name is "" for the last).
-type authRef struct{ what, name, key, param string }
+// config map or an environment variable (name is "" for the last, and
+// container the env entry's containerName).
+type authRef struct{ what, name, key, param, container string }
 
-// authRefs lists the TriggerAuthentication's secret, config map and
-// environment references, in that order.
+// authRefs lists the TriggerAuthentication's environment, config map and
+// secret references in the order KEDA's resolver (resolveAuthRef in
+// pkg/scaling/resolver) assigns them: env, then configMapTargetRef, then
+// secretTargetRef, each in its list's order.
 func authRefs(spec *kedav1alpha1.TriggerAuthenticationSpec) []authRef {
 	var refs []authRef
-	for _, r := range spec.SecretTargetRef {
-		refs = append(refs, authRef{"secret", r.Name, r.Key, r.Parameter})
+	for _, r := range spec.Env {
+		refs = append(refs, authRef{"environment variable", "", r.Name, r.Parameter, r.ContainerName})
 	}
 	for _, r := range spec.ConfigMapTargetRef {
-		refs = append(refs, authRef{"configMap", r.Name, r.Key, r.Parameter})
+		refs = append(refs, authRef{"configMap", r.Name, r.Key, r.Parameter, ""})
 	}
-	for _, r := range spec.Env {
-		refs = append(refs, authRef{"environment variable", "", r.Name, r.Parameter})
+	for _, r := range spec.SecretTargetRef {
+		refs = append(refs, authRef{"secret", r.Name, r.Key, r.Parameter, ""})
 	}
 	return refs
+}
+
+// winningAuthRefs is the reference whose value each parameter ends with:
+// KEDA assigns them in authRefs' order into one map, so the last one for a
+// parameter wins (a secretTargetRef over a configMapTargetRef over an env).
+// The ones it overwrites are left out: what they hold, or whether they can
+// be read, changes nothing KEDA passes to the scaler.
+func winningAuthRefs(spec *kedav1alpha1.TriggerAuthenticationSpec) []authRef {
+	refs := authRefs(spec)
+	last := map[string]int{}
+	for i, r := range refs {
+		last[r.param] = i
+	}
+	var winners []authRef
+	for i, r := range refs {
+		if last[r.param] == i {
+			winners = append(winners, r)
+		}
+	}
+	return winners
 }
 
 // lookupAuthRef is the local value of one reference of TriggerAuthentication

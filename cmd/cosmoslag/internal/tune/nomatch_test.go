@@ -3,13 +3,15 @@ package tune
 import (
 	"strings"
 	"testing"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // tune with a misspelt processorName stops after its first sample (exit
 // status 3), naming the prefixes the lease container holds, instead of
 // waiting its window to say no checkpoint moved.
 func TestTuneStopsWhenNoLeaseMatches(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, "dotnet-v0")
+	srv, data, proc := clitest.NewShopAccount(t, 2, "dotnet-v0")
 	if _, err := proc.CreateLeases(true); err != nil {
 		t.Fatal(err)
 	}
@@ -19,11 +21,11 @@ func TestTuneStopsWhenNoLeaseMatches(t *testing.T) {
 	samples := 0
 	tuneSampled = func(int) { samples++ }
 	t.Cleanup(func() { tuneSampled = nil })
-	so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(tuneScaledObject, "processorName: order-projector", "processorName: orderprojector", 1))
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(tuneScaledObject, "processorName: order-projector", "processorName: orderprojector", 1))
 	args := []string{"tune", "-f", so, "--set", "connection=" + srv.ConnectionString(), "--window", "1500ms", "--interval", "300ms", "--budget", "30s"}
 
 	code, stdout, stderr := runCmd(t, append(args, "-o", "json")...)
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 	doc, raw := decodeTune(t, stdout)
 	if code != exitNoRecommendation || doc.Samples != 1 || samples != 1 {
 		t.Fatalf("exit %d, %d sample(s) reported, %d taken; want 3 and 1 sample\n%s\nstderr:\n%s", code, doc.Samples, samples, stdout, stderr)

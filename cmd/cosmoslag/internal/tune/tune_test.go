@@ -14,6 +14,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 )
 
@@ -75,7 +76,7 @@ type tuneDoc struct {
 
 func decodeTune(t *testing.T, stdout string) (tuneDoc, map[string]any) {
 	t.Helper()
-	raw := oneJSONDocument(t, stdout)
+	raw := clitest.OneJSONDocument(t, stdout)
 	var doc tuneDoc
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func decodeTune(t *testing.T, stdout string) (tuneDoc, map[string]any) {
 // tune measures that rate within 10 % and recommends floor(rate × (budget −
 // startup)).
 func TestTuneEmulatorMeasuresTheSimulatedRate(t *testing.T) {
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	const drainRate = 80.0
 	args := []string{"tune", "-f", so, "--emulator", "--window", "3s", "--interval", "500ms", "--drain-rate", "80", "--replicas", "3", "--budget", "30s", "--startup", "20s"}
 	code, stdout, stderr := runCmd(t, append(args, "-o", "json")...)
@@ -175,7 +176,7 @@ func jsonNumber(n int64) string { return strconv.FormatInt(n, 10) }
 // A processor that drains nothing: no checkpoint moves in the window, and
 // tune says so instead of recommending (exit status 3), in text and JSON.
 func TestTuneWindowWithoutCheckpoints(t *testing.T) {
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	args := []string{"tune", "-f", so, "--emulator", "--window", "2s", "--interval", "500ms", "--drain-rate", "0", "--budget", "30s"}
 	code, stdout, stderr := runCmd(t, args...)
 	if code != exitNoRecommendation {
@@ -210,7 +211,7 @@ func TestTuneWindowWithoutCheckpoints(t *testing.T) {
 // parent lease turns stale, then the processor replaces it by its
 // children; tune names both and recommends nothing.
 func TestTuneSplitInsideTheWindow(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, cosmostest.DotNetV0)
+	srv, data, proc := clitest.NewShopAccount(t, 2, cosmostest.DotNetV0)
 	for _, r := range []string{"0", "1"} {
 		if err := data.WriteItemsToRange(r, 5); err != nil {
 			t.Fatal(err)
@@ -242,7 +243,7 @@ func TestTuneSplitInsideTheWindow(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { tuneSampled = nil })
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection="+srv.ConnectionString(),
 		"--window", "1500ms", "--interval", "300ms", "--budget", "30s", "-o", "json")
 	for _, err := range hookErrs {
@@ -250,7 +251,7 @@ func TestTuneSplitInsideTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	assertNoSecret(t, srv.Key(), stdout, stderr)
+	clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 	doc, raw := decodeTune(t, stdout)
 	if code != exitNoRecommendation || doc.ExitCode != exitNoRecommendation || doc.Recommendation != nil {
 		t.Fatalf("exit %d; want 3 and no recommendation\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -292,7 +293,7 @@ func TestTuneSplitInsideTheWindow(t *testing.T) {
 }
 
 func TestTuneBadArguments(t *testing.T) {
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -311,7 +312,7 @@ func TestTuneBadArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, stdout, stderr, c.want)
 		}
 		code, stdout, _ = runCmd(t, append(args, "-o", "json")...)
-		doc := oneJSONDocument(t, stdout)
+		doc := clitest.OneJSONDocument(t, stdout)
 		if code != cli.ExitBadArgs || doc["exitCode"] != float64(cli.ExitBadArgs) || !strings.Contains(doc["error"].(string), c.want) {
 			t.Errorf("%q -o json: exit %d, %v", c.args, code, doc)
 		}
@@ -321,23 +322,23 @@ func TestTuneBadArguments(t *testing.T) {
 // A first estimate that fails is exit status 1, with the cause and no
 // secret, and -o json's document has the error and no measurement.
 func TestTuneFirstEstimateFails(t *testing.T) {
-	srv := newTestAccount(t)
+	srv := clitest.NewTestAccount(t)
 	wrongKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the account key ", 4)))
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	for _, format := range []string{"table", "json"} {
-		code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection=AccountEndpoint="+overTLS(t, srv)+";AccountKey="+wrongKey+";",
+		code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection=AccountEndpoint="+clitest.OverTLS(t, srv)+";AccountKey="+wrongKey+";",
 			"--budget", "30s", "--window", "1s", "--interval", "500ms", "-o", format)
 		if code != cli.ExitFailed || !strings.Contains(stderr, "401") {
 			t.Fatalf("-o %s: exit %d, want 1 and the cause\nstdout:\n%s\nstderr:\n%s", format, code, stdout, stderr)
 		}
 		if format == "json" {
-			doc := oneJSONDocument(t, stdout)
+			doc := clitest.OneJSONDocument(t, stdout)
 			if _, ok := doc["leases"]; ok || doc["exitCode"] != float64(cli.ExitFailed) || !strings.Contains(doc["error"].(string), "401") {
 				t.Errorf("-o json: %v", doc)
 			}
 		}
-		assertNoSecret(t, wrongKey, stdout, stderr)
-		assertNoSecret(t, srv.Key(), stdout, stderr)
+		clitest.AssertNoSecret(t, wrongKey, stdout, stderr)
+		clitest.AssertNoSecret(t, srv.Key(), stdout, stderr)
 	}
 }
 
@@ -345,7 +346,7 @@ func TestTuneFirstEstimateFails(t *testing.T) {
 // run on the ScaledObject it describes: the simulation runs on its own
 // clock from fixed seeds, so the output is the same on every run.
 func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(clitest.RepoRoot(t), "docs", "tuning.md"))
+	doc, err := os.ReadFile(filepath.Join(testhelp.RepoRoot(t), "docs", "tuning.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func TestTuneDocsExampleIsTheCommandsOutput(t *testing.T) {
 	if !found || !closed {
 		t.Fatalf("docs/tuning.md has no code block starting with %q", command)
 	}
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject) // threshold 100, maxReplicaCount 20, as the page says
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject) // threshold 100, maxReplicaCount 20, as the page says
 	args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(command), "$ cosmoslag "))
 	args[slices.Index(args, "so.yaml")] = so
 	code, stdout, stderr := runCmd(t, args...)
@@ -382,7 +383,7 @@ func TestTuneKeepingUpIsALowerBoundBacklogIsBusy(t *testing.T) {
 		{"keeping up", 0, true, ownerCaughtUp},
 		{"draining a backlog", 200, false, ownerBusy},
 	} {
-		srv, data, proc := newShopAccount(t, 2, cosmostest.DotNetV0)
+		srv, data, proc := clitest.NewShopAccount(t, 2, cosmostest.DotNetV0)
 		ranges := []string{"0", "1"}
 		for _, r := range ranges {
 			if err := data.WriteItemsToRange(r, 5); err != nil {
@@ -417,7 +418,7 @@ func TestTuneKeepingUpIsALowerBoundBacklogIsBusy(t *testing.T) {
 				hookErrs = append(hookErrs, proc.Checkpoint(r, checkpoint[r]))
 			}
 		}
-		so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+		so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 		args := []string{"tune", "-f", so, "--set", "connection=" + srv.ConnectionString(), "--window", "1s", "--interval", "250ms", "--budget", "30s"}
 		tuneSampled = sampled
 		t.Cleanup(func() { tuneSampled = nil })
@@ -452,7 +453,7 @@ func TestTuneKeepingUpIsALowerBoundBacklogIsBusy(t *testing.T) {
 // A checkpoint reset inside the window, ahead again by the last sample:
 // tune refuses, naming the lease and the samples (item 2 of issue Z).
 func TestTuneCheckpointResetInsideTheWindow(t *testing.T) {
-	srv, data, proc := newShopAccount(t, 2, cosmostest.DotNetV0)
+	srv, data, proc := clitest.NewShopAccount(t, 2, cosmostest.DotNetV0)
 	for _, r := range []string{"0", "1"} {
 		if err := data.WriteItemsToRange(r, 500); err != nil {
 			t.Fatal(err)
@@ -478,7 +479,7 @@ func TestTuneCheckpointResetInsideTheWindow(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { tuneSampled = nil })
-	so := writeFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", tuneScaledObject)
 	code, stdout, stderr := runCmd(t, "tune", "-f", so, "--set", "connection="+srv.ConnectionString(),
 		"--window", "1s", "--interval", "250ms", "--budget", "30s", "-o", "json")
 	for _, err := range hookErrs {

@@ -5,14 +5,16 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/serve"
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 // The README's validate example is the command's output for manifests
 // like the ones it names: a ScaledObject default/orders-processor whose
 // trigger 0 takes its connection from a TriggerAuthentication's Secret.
 func TestReadmeValidateExampleIsTheCommandsOutput(t *testing.T) {
-	block := docsBlock(t, "README.md", "files offline, with the scaler's own constructor")
+	block := testhelp.DocsBlock(t, "README.md", "files offline, with the scaler's own constructor")
 	command, ok := strings.CutPrefix(block[0], "$ go run ./cmd/cosmoslag ")
 	if !ok {
 		t.Fatalf("README.md's validate example does not start with the command: %q", block[0])
@@ -35,7 +37,7 @@ spec:
 	args := strings.Fields(command)
 	for i, a := range args {
 		if content, ok := files[a]; ok {
-			args[i] = writeFile(t, dir, a, content)
+			args[i] = clitest.WriteFile(t, dir, a, content)
 		}
 	}
 	code, stdout, stderr := runCmd(t, args...)

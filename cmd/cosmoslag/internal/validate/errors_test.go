@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // A lease account given by leaseEndpoint with no key of its own (and no
@@ -13,7 +14,7 @@ import (
 func TestValidateNamesTheKeylessAccount(t *testing.T) {
 	endpoint := noConnections(t)
 	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
-	file := writeFile(t, t.TempDir(), "so.yaml", errorsManifest(
+	file := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ErrorsManifest(
 		"        endpoint: "+endpoint+"\n        leaseEndpoint: "+endpoint+"\n",
 		"    - {parameter: cosmosDBKey, name: cosmos-secrets, key: key}\n", "", key))
 
@@ -24,5 +25,5 @@ func TestValidateNamesTheKeylessAccount(t *testing.T) {
 	if want := "the lease account (leaseEndpoint) has no account key"; !strings.Contains(stdout, want) {
 		t.Errorf("stdout does not say %q:\n%s", want, stdout)
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
 )
 
 // noConnections listens on a local port and fails the test if anything
@@ -113,7 +114,7 @@ func TestValidate(t *testing.T) {
 		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
 	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
 	dir := t.TempDir()
-	valid := writeFile(t, dir, "valid.yaml", scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets)
+	valid := clitest.WriteFile(t, dir, "valid.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets)
 
 	code, stdout, stderr := runCmd(t, "validate", "-f", valid)
 	if code != cli.ExitOK {
@@ -128,7 +129,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("stdout does not say %q:\n%s", want, stdout)
 		}
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 
 	for _, tc := range []struct {
 		name, from, to, want string
@@ -138,11 +139,11 @@ func TestValidate(t *testing.T) {
 		{"threshold 0", `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, "changeFeedLagThreshold"},
 		{"misspelt key", `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "50"`, "warning: Unmatched input property changeFeedLagTreshold"},
 	} {
-		in := strings.Replace(scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets, tc.from, tc.to, 1)
-		if in == scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+job+"---\n"+secrets {
+		in := strings.Replace(clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets, tc.from, tc.to, 1)
+		if in == clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets {
 			t.Fatalf("%s: the replacement did not apply", tc.name)
 		}
-		code, stdout, stderr := runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "in.yaml", in))
+		code, stdout, stderr := runCmd(t, "validate", "-f", clitest.WriteFile(t, t.TempDir(), "in.yaml", in))
 		wantCode := cli.ExitBadArgs
 		if strings.HasPrefix(tc.want, "warning:") {
 			wantCode = cli.ExitOK
@@ -154,18 +155,18 @@ func TestValidate(t *testing.T) {
 		if wantCode == cli.ExitBadArgs && !strings.Contains(stdout, ": invalid: ") {
 			t.Errorf("%s: no invalid line:\n%s", tc.name, stdout)
 		}
-		assertNoSecret(t, key, stdout, stderr)
+		clitest.AssertNoSecret(t, key, stdout, stderr)
 	}
 
 	// The control: check, given the same kind of manifests, does connect
 	// to the endpoint they name.
 	watched, accepted := watchConnections(t)
-	watchedFile := writeFile(t, dir, "watched.yaml", strings.ReplaceAll(scaledObjectYAML+"---\n"+triggerAuthYAML+"---\n"+secrets, endpoint, watched))
+	watchedFile := clitest.WriteFile(t, dir, "watched.yaml", strings.ReplaceAll(clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+secrets, endpoint, watched))
 	if code, _, stderr := runCmd(t, "check", "-f", watchedFile, "--timeout", "1s"); code != cli.ExitFailed || !accepted() {
 		t.Errorf("check against the watched endpoint: exit %d, connected %v, stderr %q", code, accepted(), stderr)
 	}
 
-	if code, _, stderr := runCmd(t, "validate", "-f", writeFile(t, dir, "none.yaml", triggerAuthYAML)); code != cli.ExitBadArgs || !strings.Contains(stderr, "no ScaledObject or ScaledJob") {
+	if code, _, stderr := runCmd(t, "validate", "-f", clitest.WriteFile(t, dir, "none.yaml", clitest.TriggerAuthYAML)); code != cli.ExitBadArgs || !strings.Contains(stderr, "no ScaledObject or ScaledJob") {
 		t.Errorf("no trigger: exit %d, %q", code, stderr)
 	}
 }
@@ -181,7 +182,7 @@ func TestValidateJSON(t *testing.T) {
 	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
 		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
 	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
-	all := scaledObjectYAML + "---\n" + triggerAuthYAML + "---\n" + job + "---\n" + secrets
+	all := clitest.ScaledObjectYAML + "---\n" + clitest.TriggerAuthYAML + "---\n" + job + "---\n" + secrets
 	decode := func(t *testing.T, stdout string) validateReport {
 		t.Helper()
 		var r validateReport
@@ -195,7 +196,7 @@ func TestValidateJSON(t *testing.T) {
 		return r
 	}
 
-	code, stdout, stderr := runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "valid.yaml", all), "-o", "json")
+	code, stdout, stderr := runCmd(t, "validate", "-f", clitest.WriteFile(t, t.TempDir(), "valid.yaml", all), "-o", "json")
 	r := decode(t, stdout)
 	if code != cli.ExitOK || r.ExitCode != cli.ExitOK || r.Checked != 2 || r.Invalid != 0 || len(r.Triggers) != 2 || r.Error != "" {
 		t.Fatalf("valid: exit %d, report %+v\nstderr:\n%s", code, r, stderr)
@@ -208,11 +209,11 @@ func TestValidateJSON(t *testing.T) {
 	if !strings.Contains(stdout, `"warnings": []`) {
 		t.Errorf("no empty warnings array:\n%s", stdout)
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 
 	invalid := strings.Replace(strings.Replace(all, `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"
         changeFeedLagTreshold: "40"`, 1), `  key: "`+key+`"`, `  key: "not base64!"`, 1)
-	code, stdout, stderr = runCmd(t, "validate", "-f", writeFile(t, t.TempDir(), "invalid.yaml", invalid), "-o", "json")
+	code, stdout, stderr = runCmd(t, "validate", "-f", clitest.WriteFile(t, t.TempDir(), "invalid.yaml", invalid), "-o", "json")
 	r = decode(t, stdout)
 	if code != cli.ExitBadArgs || r.ExitCode != cli.ExitBadArgs || r.Checked != 2 || r.Invalid != 2 {
 		t.Fatalf("invalid: exit %d, report %+v", code, r)
@@ -224,11 +225,11 @@ func TestValidateJSON(t *testing.T) {
 	if sj.Valid || !strings.Contains(sj.Error, "cosmosDBKey") {
 		t.Errorf("ScaledJob: %+v", sj)
 	}
-	assertNoSecret(t, key, stdout, stderr)
+	clitest.AssertNoSecret(t, key, stdout, stderr)
 
 	// No trigger, a bad -o value with json requested, an unknown flag: one
 	// document each, with the error and exit code 2.
-	none := writeFile(t, t.TempDir(), "none.yaml", triggerAuthYAML)
+	none := clitest.WriteFile(t, t.TempDir(), "none.yaml", clitest.TriggerAuthYAML)
 	for _, args := range [][]string{
 		{"validate", "-f", none, "-o", "json"},
 		{"validate", "-o", "json"},
@@ -246,10 +247,10 @@ func TestValidateJSON(t *testing.T) {
 // draws in the YAML; keys the manifests reference (a Secret key, a
 // ...FromEnv variable) and known parameters draw none.
 func TestValidateWarnsOfUnknownSetKeys(t *testing.T) {
-	so := writeFile(t, t.TempDir(), "so.yaml", strings.Replace(scaledObjectYAML, "processorName: order-projector",
-		"processorName: order-projector\n        leaseConnectionFromEnv: LEASE_CONN", 1)+"---\n"+triggerAuthYAML)
+	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "processorName: order-projector",
+		"processorName: order-projector\n        leaseConnectionFromEnv: LEASE_CONN", 1)+"---\n"+clitest.TriggerAuthYAML)
 	const conn = "AccountEndpoint=https://shop.documents.azure.com:443/;AccountKey=c2VjcmV0c2VjcmV0;"
-	yamlTyped := writeFile(t, t.TempDir(), "typo.yaml", strings.Replace(scaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "5"`, 1)+"---\n"+triggerAuthYAML)
+	yamlTyped := clitest.WriteFile(t, t.TempDir(), "typo.yaml", strings.Replace(clitest.ScaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "5"`, 1)+"---\n"+clitest.TriggerAuthYAML)
 	_, fromYAML, _ := runCmd(t, "validate", "-f", yamlTyped, "--set", "connectionString="+conn)
 	const want = "ScaledObject shop/order-projector trigger 1 (orders): warning: Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb\n"
 	if !strings.Contains(fromYAML, want) {
@@ -268,5 +269,5 @@ func TestValidateWarnsOfUnknownSetKeys(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cli.ExitOK || len(r.Triggers) != 1 || len(r.Triggers[0].Warnings) != 0 {
 		t.Errorf("a known parameter: exit %d, %v, %+v", code, err, r.Triggers)
 	}
-	assertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
+	clitest.AssertNoSecret(t, "c2VjcmV0c2VjcmV0", stdout, stderr)
 }
