@@ -55,10 +55,12 @@
 # change from the pull request before it, a git diff in this repository's paths
 # (which are KEDA's), touching in-tree files only. The first pull request has
 # no diff: it is what the others, reversed from the last to the second, leave of
-# the working tree; the last is the endpoint rule, hack/pr/endpoint-rule.diff,
-# kept up to date on its own (its procedure: delete the rule from the working
-# tree so that it builds and its tests pass, then
-#   git diff -R --no-color --no-ext-diff -- pkg/scalers >hack/pr/endpoint-rule.diff).
+# the working tree; the last is kept up to date on its own (its procedure:
+# take its change out of a copy of the working tree so that the copy builds
+# and its tests pass, then in that copy
+#   git diff -R --no-color --no-ext-diff -- pkg/scalers >DIFF
+# where DIFF is the last line's; today 10-shared-account-bound's change.diff),
+# and "hack/intree.sh stack" regenerates the others.
 # make intree-patch rebuilds each pull request's tree that way, copies it into
 # KEDA (import paths rewritten, the schema regenerated) and commits it; the
 # first pull request's commits are the scaler with its unit tests, then the e2e
