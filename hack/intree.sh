@@ -341,9 +341,9 @@ in_tree_pathspec=(':(glob)pkg/scalers/azure_cosmosdb_scaler*.go' ':(glob)pkg/sca
 # stack_write DIR: writes the stack's diffs from the git repository DIR,
 # whose HEAD is the first pull request's tree, HEAD~1 the second's, ...,
 # HEAD~(n-1) the last's (what hack/intree.sh stack makes). The last diff (the
-# endpoint rule, hack/pr/endpoint-rule.diff) is kept as it is: it is
-# regenerated on its own (its header's procedure) and must already be the
-# change between the last two trees.
+# series' last line's) is kept as it is: it is regenerated on its own (the
+# header's procedure) and must already be the change between the last two
+# trees.
 stack_write() {
 	local dir=$1 k
 	[ "$(stack_git "$dir" rev-list --count HEAD)" -ge "$n_prs" ] || {
