@@ -84,20 +84,17 @@ func (s *cosmosDBShared[K, V]) holders(key K) int {
 var cosmosDBAccountSlots cosmosDBShared[string, chan struct{}]
 
 // cosmosDBAccountKey is the account an endpoint names, as the bound counts
-// it: scheme and host in lower case, without a trailing dot or the
-// scheme's default port. The endpoint is the ScaledObject author's: two
+// it: scheme, host in lower case without a trailing dot, and port (the
+// scheme's default when none is given). The endpoint is the ScaledObject author's: two
 // triggers naming one account share its bound, whoever wrote them, so a
 // ScaledObject with many leases slows the polls of the others of its
 // account (never those of another account).
 func cosmosDBAccountKey(endpoint *url.URL) string {
-	scheme := strings.ToLower(endpoint.Scheme)
-	host := strings.TrimSuffix(strings.ToLower(endpoint.Hostname()), ".")
-	if port := endpoint.Port(); port != "" && !(scheme == "https" && port == "443") && !(scheme == "http" && port == "80") {
-		host = net.JoinHostPort(host, port)
-	} else if strings.Contains(host, ":") {
-		host = "[" + host + "]" // an IPv6 address
+	scheme, port := strings.ToLower(endpoint.Scheme), endpoint.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
 	}
-	return scheme + "://" + host
+	return scheme + "://" + net.JoinHostPort(cosmosDBHost(endpoint), port)
 }
 
 // cosmosDBAccountLimitPolicy holds one of the account's slots for each
