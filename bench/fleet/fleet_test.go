@@ -20,15 +20,7 @@ import (
 // trusts it and opens its own connections.
 func countedServer(t *testing.T, next http.Handler, budget float64) (string, *counters, func() *http.Client) {
 	t.Helper()
-	ca, err := entraidtest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ca.Close)
-	cert, err := ca.Certificate("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert := testCA(t)
 	served, c, closeFn, err := serveCounted(next, "http://own.example/", cert, ca.Certificate, budget)
 	if err != nil {
 		t.Fatal(err)
@@ -187,15 +179,7 @@ func TestAbortedRequestLeavesTheCount(t *testing.T) {
 // The account under workloadHost is reached through the harness's CONNECT
 // proxy, TLS end to end, each tunnel one counted connection.
 func TestWorkloadHostTunnelsToTheCountedListener(t *testing.T) {
-	ca, err := entraidtest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ca.Close)
-	cert, err := ca.Certificate("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert := testCA(t)
 	served, c, closeFn, err := serveCounted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, r.Host)
 	}), "http://own.example/", cert, ca.Certificate, 0)
@@ -229,4 +213,20 @@ func TestWorkloadHostTunnelsToTheCountedListener(t *testing.T) {
 	if c.accepted != 1 || c.requests != 2 {
 		t.Fatalf("accepted %d connections and %d requests; want 1 and 2", c.accepted, c.requests)
 	}
+}
+
+// testCA is a test CA of the Entra ID test issuer, closed with the test,
+// and a certificate it signed.
+func testCA(t *testing.T) (*entraidtest.Issuer, *tls.Certificate) {
+	t.Helper()
+	ca, err := entraidtest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ca.Close)
+	cert, err := ca.Certificate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, cert
 }
