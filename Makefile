@@ -33,7 +33,7 @@ bench: ## Our scaler alone and the bare-HTTP floor of the same poll, 1 to 10,000
 bench-compare: ## Ours and KEDA v2.21.0's scaler side by side (own module; compiles all of KEDA's scalers)
 	cd bench/kedacompare && $(GO) test -run '^$$' -bench . -benchtime 10x -count 3 -benchmem .
 
-bench-fleet: ## N ScaledObjects (1 to 1,000, 100 or 1,000 leases each) on one account, polled on KEDA's cadence (compressed 6x), ours and v2.21.0's interleaved, 2 repetitions: latency, connections, memory, CPU (own module; compiles all of KEDA's scalers; ~27 min per repetition here, FLEET_ARGS=-reps 1)
+bench-fleet: ## N ScaledObjects (1 to 1,000, 100 or 1,000 leases each) on one account, polled on KEDA's cadence (compressed 6x), ours and v2.21.0's interleaved, 2 repetitions: latency, connections, memory, CPU (own module; compiles all of KEDA's scalers; 8 min per repetition on a quiet 2-core machine with the shared bound, 27 min before it under load; FLEET_ARGS=-reps 1)
 	cd bench/fleet && $(GO) build -o ../../bin/fleet . && ../../bin/fleet run -out ../../bin/fleet-results.jsonl -plot ../../docs/fleet.svg $(FLEET_ARGS)
 
 bench-instructions: ## Instructions per operation under valgrind, steady where times are not: the client's lease read (an estimate of 64) and the server's change feed answer
