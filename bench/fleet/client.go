@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -333,6 +334,11 @@ func runClient(args []string) error {
 	time.Sleep(500 * time.Millisecond)
 	res.HeapPerSONoConns = float64(int64(liveHeap(true))-int64(baseHeap)) / float64(*n)
 	res.GoroutinesPerSONoConns = float64(runtime.NumGoroutine()-baseG) / float64(*n)
+	if prefix := os.Getenv("FLEET_HEAP_PROFILE"); prefix != "" { // what the idle scalers keep
+		if err := writeHeapProfile(fmt.Sprintf("%s-%s-%dx%d-%s.pprof", prefix, *impl, *n, *leases, *shape)); err != nil {
+			return err
+		}
+	}
 	for _, s := range scalers {
 		_ = s.Close(context.Background())
 	}
@@ -454,4 +460,18 @@ func (h *dueHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// writeHeapProfile writes the live heap's profile after a GC to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

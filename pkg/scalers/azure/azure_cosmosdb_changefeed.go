@@ -29,13 +29,15 @@ type cosmosDBPartitionKeyRange struct {
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
 // an empty page) is 0, else session LSN - first LSN + 1.
-func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange, containerRID string) (CosmosDBLeaseLag, error) {
+func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange, containerRID string, slot *cosmosDBSlot) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
 	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
 	if err != nil {
 		return result, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
-	resp, err := e.data.send(ctx, changeFeedRequest(e.docs, l, rangeID, minEPK, maxEPK))
+	read := changeFeedRequest(e.docs, l, rangeID, minEPK, maxEPK)
+	read.slot = slot
+	resp, err := e.data.send(ctx, read)
 	if isCosmosDBRangeGone(err) {
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
 	}

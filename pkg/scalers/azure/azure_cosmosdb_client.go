@@ -26,6 +26,10 @@ const (
 	cosmosDBAPIVersion         = "2020-11-05" // as azcosmos v1.5.0
 	cosmosDBMaxResponseBytes   = 16 << 20     // the service's pages are at most 4 MB
 	cosmosDBSubStatusRangeGone = 1002         // with 410: the range split or merged
+	// A throttled request is sent again up to 9 times, as the Cosmos DB
+	// SDKs do by default; a longer wait than cosmosDBMaxRetryDelay fails it.
+	cosmosDBThrottleRetries = 9
+	cosmosDBMaxRetryDelay   = 2 * time.Second
 )
 
 // CosmosDBClient sends requests to one account through one azcore pipeline
@@ -34,14 +38,15 @@ const (
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
-	release  func() // the account's slots and conn's credential
+	account  *cosmosDBAccount
+	release  func() // the account's bound and conn's credential
 }
 
 // NewCosmosDBClient signs requests with conn's key, or sends its bearer
 // token. Close releases what it shares with the other clients.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	slots, releaseSlots, _ := cosmosDBAccountSlots.acquire(cosmosDBAccountKey(conn.Endpoint), func() (chan struct{}, error) {
-		return make(chan struct{}, cosmosDBAccountRequests), nil
+	account, releaseAccount, _ := cosmosDBAccounts.acquire(cosmosDBAccountKey(conn.Endpoint), func() (*cosmosDBAccount, error) {
+		return newCosmosDBAccount(), nil
 	})
 	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key, plainHTTP: base64.StdEncoding.EncodeToString(conn.key) == cosmosDBEmulatorKey}
 	if !conn.UsesKey() {
@@ -67,23 +72,22 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 		untimed.Timeout = 0
 		transport, tryTimeout = &untimed, c.Timeout
 	}
-	// Timed-out (408), throttled (429), retry-with (449), 500, 502, 503 and
-	// 504 answers and dropped connections are retried within the poll; azcore honours
-	// x-ms-retry-after-ms and gives up on a longer wait than MaxRetryDelay.
-	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
-		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
+	// Timed-out (408), retry-with (449), 500, 502, 503 and 504 answers and
+	// dropped connections are retried within the poll; a throttled answer
+	// (429) is retried by send, which makes the whole account wait.
+	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: cosmosDBMaxRetryDelay, TryTimeout: tryTimeout,
+		StatusCodes: []int{http.StatusRequestTimeout, 449, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
 	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerCall:  []policy.Policy{cosmosDBAccountLimitPolicy{slots: slots}},
 		PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}},
 	}, &policy.ClientOptions{Transport: transport, Retry: retry})
 	release := func() {
-		releaseSlots()
+		releaseAccount()
 		if conn.releaseToken != nil {
 			conn.releaseToken()
 		}
 	}
-	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, release: release}
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, account: account, release: release}
 }
 
 // Close releases the client's hold on its account's bound and on its
@@ -96,9 +100,10 @@ func (c *CosmosDBClient) url(path ...string) string { return c.endpoint.JoinPath
 // cosmosDBRequest is one REST call; operation names it in errors.
 type cosmosDBRequest struct {
 	operation, method, url string
-	header                 http.Header // made for this call
-	query                  []byte      // a POSTed query
-	ok                     []int       // the statuses that are a success
+	header                 http.Header   // made for this call
+	query                  []byte        // a POSTed query
+	ok                     []int         // the statuses that are a success
+	slot                   *cosmosDBSlot // a place at the account taken for it, or nil
 }
 
 type cosmosDBResponse struct {
@@ -107,10 +112,36 @@ type cosmosDBResponse struct {
 	body   []byte
 }
 
+// slot is a place at c's account, not yet taken.
+func (c *CosmosDBClient) slot() *cosmosDBSlot { return &cosmosDBSlot{account: c.account} }
+
 // send sends r (azcore retries it) and returns the answer; an answer
-// outside r.ok is a *cosmosDBResponseError.
+// outside r.ok is a *cosmosDBResponseError. Each try holds a place at the
+// account: r.slot, which its owner gives back, or one of send's own. A 429
+// makes the whole account wait what it asks, then r is sent again, up to
+// cosmosDBThrottleRetries times, each wait at most cosmosDBMaxRetryDelay.
 func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
-	resp, err := c.do(ctx, r)
+	slot := r.slot
+	if slot == nil {
+		slot = c.slot()
+		defer slot.release()
+	}
+	var (
+		resp cosmosDBResponse
+		err  error
+	)
+	for retry := 0; ; retry++ {
+		if err = slot.acquire(ctx); err != nil {
+			break
+		}
+		resp, err = c.do(ctx, r)
+		wait := cosmosDBThrottleWait(resp, retry)
+		slot.throttled = min(wait, cosmosDBMaxRetryDelay)
+		if wait == 0 || wait > cosmosDBMaxRetryDelay || retry == cosmosDBThrottleRetries {
+			break
+		}
+		slot.release() // the account waits; this request queues again
+	}
 	switch {
 	case err != nil:
 		return cosmosDBResponse{}, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
@@ -120,6 +151,18 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 		return cosmosDBResponse{}, newCosmosDBResponseError(r.operation, resp)
 	}
 	return resp, nil
+}
+
+// cosmosDBThrottleWait is how long a 429 asks to wait (x-ms-retry-after-ms;
+// without it, 100 ms doubled on each retry), 0 for any other answer.
+func cosmosDBThrottleWait(resp cosmosDBResponse, retry int) time.Duration {
+	if resp.status != http.StatusTooManyRequests {
+		return 0
+	}
+	if ms, err := strconv.ParseInt(resp.header.Get("X-Ms-Retry-After-Ms"), 10, 64); err == nil && ms > 0 {
+		return time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
+	}
+	return 100 * time.Millisecond << min(retry, 10)
 }
 
 // sendPages sends r for each page of a feed, following x-ms-continuation.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -145,17 +146,21 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 }
 
 // attempt reads the leases and, as each page arrives, their positions,
-// cosmosDBReadConcurrency at a time; while every reader is busy the query
-// waits. A
-// stale parent is an error before the final attempt. others are the lease
-// id parts of other containers first seen here, which only a fresh scope
-// may meet.
+// cosmosDBReadConcurrency at a time. Before a lease is handed to a reader
+// the query takes the read's place at the account: a poll waiting for the
+// account waits in its query, and starts a reader only when all its others
+// are busy, so the goroutines of the process's polls stay near the
+// account's bound. A stale parent is an error before the final attempt.
+// others are the lease id parts of other containers first seen here, which
+// only a fresh scope may meet.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (CosmosDBLagEstimate, []string, error) {
 	var (
-		mu     sync.Mutex // guards res
-		res    CosmosDBLagEstimate
-		others []string // only the query's goroutine writes it
-		ranges []cosmosDBPartitionKeyRange
+		mu      sync.Mutex // guards res
+		res     CosmosDBLagEstimate
+		others  []string // only the query's goroutine writes it
+		ranges  []cosmosDBPartitionKeyRange
+		readers int          // started; only the query's goroutine counts them
+		busy    atomic.Int64 // leases handed to readers and not yet read
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(1 + cosmosDBReadConcurrency) // the query and its readers
@@ -164,7 +169,9 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 	leases := make(chan cosmosDBLeaseRead)
 	read := func() error {
 		for r := range leases {
-			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID)
+			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID, r.slot)
+			busy.Add(-1) // before the place is free for the query's next lease
+			r.slot.release()
 			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 				err = nil
 			}
@@ -207,11 +214,22 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 					return err
 				}
 			}
-			g.TryGo(read) // one more reader, up to the limit
+			slot := e.data.slot()
+			if err := slot.acquire(gctx); err != nil {
+				return err
+			}
+			if busy.Add(1) > int64(readers) { // every reader is busy
+				if g.TryGo(read) {
+					readers++
+				} else { // the poll's limit: the read waits for its place in its reader, not here
+					slot.release()
+				}
+			}
 			select {
-			case leases <- cosmosDBLeaseRead{l, ranges}:
+			case leases <- cosmosDBLeaseRead{l, ranges, slot}:
 				return nil
 			case <-gctx.Done():
+				slot.release()
 				return gctx.Err()
 			}
 		})
@@ -297,4 +315,5 @@ func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, pa
 type cosmosDBLeaseRead struct {
 	lease  CosmosDBLease
 	ranges []cosmosDBPartitionKeyRange
+	slot   *cosmosDBSlot // the read's place at the account, taken
 }

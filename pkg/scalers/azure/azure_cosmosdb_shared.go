@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -79,9 +81,9 @@ func (s *cosmosDBShared[K, V]) holders(key K) int {
 	return 0
 }
 
-// cosmosDBAccountSlots holds, per account, the slots of its requests in
-// flight; each client of the account holds the entry until it is closed.
-var cosmosDBAccountSlots cosmosDBShared[string, chan struct{}]
+// cosmosDBAccounts holds, per account, the bound on its requests in flight;
+// each client of the account holds the entry until it is closed.
+var cosmosDBAccounts cosmosDBShared[string, *cosmosDBAccount]
 
 // cosmosDBAccountKey is the account an endpoint names, as the bound counts
 // it: scheme, host in lower case without a trailing dot, and port (the
@@ -97,25 +99,132 @@ func cosmosDBAccountKey(endpoint *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(cosmosDBHost(endpoint), port)
 }
 
-// cosmosDBAccountLimitPolicy holds one of the account's slots for each
-// request, its retries included. It runs before azcore's retry policy, so
-// the wait is not part of a try: the per-try timeout (KEDA's HTTP timeout)
-// counts only the time at the account, and a wait never causes a retry.
-// The wait ends with the request's context; a request that gets no slot
-// fails, so does its poll.
-type cosmosDBAccountLimitPolicy struct {
-	slots chan struct{}
+// cosmosDBAccount admits one account's requests, from every scaler of the
+// process, in the order they ask: at most limit in flight, and none while
+// the account has asked to wait. limit starts at cosmosDBAccountRequests;
+// a throttled answer (429) halves it, once per wait the account asks for;
+// a second after the last 429 (an account's throughput is provisioned per
+// second), each limit answers that are not 429s add one back. So a burst
+// of polls against a throttled account sends about what the account
+// admits, rather than every request retrying at once.
+type cosmosDBAccount struct {
+	mu           sync.Mutex
+	limit        int
+	inFlight     int
+	answered     int             // answers since limit last grew
+	waiting      []chan struct{} // FIFO; closed when handed a request's place
+	pausedUntil  time.Time       // the account's x-ms-retry-after-ms
+	lastThrottle time.Time
+	resume       *time.Timer // admits the waiting when the pause ends
 }
 
-func (p cosmosDBAccountLimitPolicy) Do(req *policy.Request) (*http.Response, error) {
-	ctx := req.Raw().Context()
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for one of the account's %d requests in flight: %w", cap(p.slots), context.Cause(ctx))
+// cosmosDBThrottleHold is how long after a 429 the limit does not grow.
+const cosmosDBThrottleHold = time.Second
+
+func newCosmosDBAccount() *cosmosDBAccount {
+	return &cosmosDBAccount{limit: cosmosDBAccountRequests}
+}
+
+// acquire waits for a place for one request; the wait ends with ctx.
+func (a *cosmosDBAccount) acquire(ctx context.Context) error {
+	a.mu.Lock()
+	if len(a.waiting) == 0 && a.inFlight < a.limit && !time.Now().Before(a.pausedUntil) {
+		a.inFlight++
+		a.mu.Unlock()
+		return nil
 	}
-	defer func() { <-p.slots }()
-	return req.Next() // cosmosDBBodyPolicy has read the body when it returns
+	admitted := make(chan struct{})
+	a.waiting = append(a.waiting, admitted)
+	a.mu.Unlock()
+	select {
+	case <-admitted:
+		return nil
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	i := slices.Index(a.waiting, admitted)
+	if i >= 0 {
+		a.waiting = slices.Delete(a.waiting, i, i+1)
+	}
+	a.mu.Unlock()
+	if i < 0 { // admitted meanwhile: pass the place on
+		a.release(0)
+	}
+	return fmt.Errorf("waiting for one of the account's %d requests in flight: %w", cosmosDBAccountRequests, context.Cause(ctx))
+}
+
+// release gives a request's place back; throttled is the wait a 429 asked
+// for (0 for any other answer, or none).
+func (a *cosmosDBAccount) release(throttled time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inFlight--
+	now := time.Now()
+	switch {
+	case throttled > 0:
+		if !now.Before(a.pausedUntil) { // the first 429 since the last wait
+			a.limit = max(1, a.limit/2)
+			a.answered = 0
+		}
+		if until := now.Add(throttled); until.After(a.pausedUntil) {
+			a.pausedUntil = until
+		}
+		a.lastThrottle = now
+	case a.limit < cosmosDBAccountRequests && now.Sub(a.lastThrottle) >= cosmosDBThrottleHold:
+		if a.answered++; a.answered >= a.limit {
+			a.limit++
+			a.answered = 0
+		}
+	}
+	a.admit(now)
+}
+
+// admit hands places to the waiting, first come first served; while the
+// account pauses, a timer does it when the pause ends. a.mu is held.
+func (a *cosmosDBAccount) admit(now time.Time) {
+	if now.Before(a.pausedUntil) {
+		if a.resume == nil {
+			a.resume = time.AfterFunc(a.pausedUntil.Sub(now), func() {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				a.resume = nil
+				a.admit(time.Now())
+			})
+		}
+		return
+	}
+	for len(a.waiting) > 0 && a.inFlight < a.limit {
+		close(a.waiting[0])
+		a.waiting = a.waiting[1:]
+		a.inFlight++
+	}
+}
+
+// cosmosDBSlot is one request's place at its account. Its owner takes it
+// and gives it back: send, or a poll that takes it before handing a lease
+// to a reader, which gives it back once it has read.
+type cosmosDBSlot struct {
+	account   *cosmosDBAccount
+	held      bool
+	throttled time.Duration // the wait the last answer asked for (a 429's)
+}
+
+func (s *cosmosDBSlot) acquire(ctx context.Context) error {
+	if s.held {
+		return nil
+	}
+	err := s.account.acquire(ctx)
+	s.held = err == nil
+	return err
+}
+
+// release gives the place back, if held, with its last answer's wait.
+func (s *cosmosDBSlot) release() {
+	if s.held {
+		s.held = false
+		s.account.release(s.throttled)
+		s.throttled = 0
+	}
 }
 
 // cosmosDBCredentials holds, per identity and audience, the token

@@ -13,12 +13,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -1117,6 +1119,207 @@ func TestCosmosDBAccountBoundWaitEndsWithThePoll(t *testing.T) {
 	assert.Len(t, estimate.Leases, 100)
 }
 
+func TestCosmosDBPollsWaitForTheAccountBeforeStartingReaders(t *testing.T) {
+	// Other scalers hold all but 4 of the account's places: a poll of 300
+	// leases waits for the account in its query, and starts no more readers
+	// than it has reads in flight. (Starting a reader per lease up to the
+	// poll's limit, all waiting for the account, made a fleet's polls keep
+	// thousands of goroutines; a Go process keeps a goroutine's descriptor
+	// for good once it has existed.)
+	const host = "bound-readers.documents.azure.com"
+	service := testCosmosDBLeaseService(t, 300, host)
+	var (
+		mu          sync.Mutex
+		reads, peak int
+	)
+	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") {
+			mu.Lock()
+			reads++
+			peak = max(peak, testCosmosDBGoroutines("(*CosmosDBLagEstimator).attempt.func1"))
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		return (&testCosmosDBTransport{service: service}).Do(req)
+	})
+	estimator := testCosmosDBAccountEstimator(t, host, transport)
+	account := estimator.data.account
+	for range cosmosDBAccountRequests - 4 {
+		require.NoError(t, account.acquire(context.Background()))
+	}
+	estimate, err := estimator.Estimate(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, estimate.Leases, 300)
+	assert.Equal(t, 300, reads)
+	assert.Positive(t, peak)
+	assert.LessOrEqual(t, peak, 4, "readers: one per read in flight")
+	for range cosmosDBAccountRequests - 4 {
+		account.release(0)
+	}
+}
+
+// testCosmosDBGoroutines counts the goroutines running function.
+func testCosmosDBGoroutines(function string) int {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, function+"(") {
+			n++
+		}
+	}
+	return n
+}
+
+// testCosmosDBThrottle is an account with a request budget, as one with
+// provisioned throughput: beyond perSecond requests a second (a bucket of
+// burst) it answers 429 with x-ms-retry-after-ms, the time until the
+// budget has room again (at least 5 ms). It counts both answers.
+type testCosmosDBThrottle struct {
+	next       policy.Transporter
+	perSecond  float64
+	burst      float64
+	mu         sync.Mutex
+	tokens     float64
+	last       time.Time
+	throttled  int
+	admitted   int
+	throttleAt []time.Time
+}
+
+func (a *testCosmosDBThrottle) Do(req *http.Request) (*http.Response, error) {
+	if testCosmosDBIsLogin(testCosmosDBRecord{path: req.URL.Path}) {
+		return a.next.Do(req)
+	}
+	a.mu.Lock()
+	now := time.Now()
+	if a.last.IsZero() {
+		a.tokens = a.burst
+	}
+	a.tokens = min(a.burst, a.tokens+now.Sub(a.last).Seconds()*a.perSecond)
+	a.last = now
+	if a.tokens < 1 {
+		a.throttled++
+		a.throttleAt = append(a.throttleAt, now)
+		wait := max(5*time.Millisecond, time.Duration((1-a.tokens)/a.perSecond*float64(time.Second)))
+		a.mu.Unlock()
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
+			Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {fmt.Sprint(wait.Milliseconds())}, "X-Ms-Substatus": {"3200"}},
+			Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
+	}
+	a.tokens--
+	a.admitted++
+	a.mu.Unlock()
+	return a.next.Do(req)
+}
+
+func (a *testCosmosDBThrottle) RoundTrip(req *http.Request) (*http.Response, error) { return a.Do(req) }
+
+func (a *testCosmosDBThrottle) counts() (admitted, throttled int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.admitted, a.throttled
+}
+
+func TestCosmosDBThrottledAccountIsNotStormed(t *testing.T) {
+	// Four scalers of an account that admits 2,000 requests a second (a
+	// burst of 20) poll 100 leases each at once, as after an operator
+	// restart. Every poll succeeds, and the account answers fewer 429s than
+	// it admits requests: the scalers send about what it admits. (Retrying
+	// each 429 on its own, with 128 in flight, failed polls and drew
+	// several 429s per request.)
+	const host = "throttled.documents.azure.com"
+	account := &testCosmosDBThrottle{next: &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 100, host)}, perSecond: 2000, burst: 20}
+	var polls []<-chan error
+	for range 4 {
+		polls = append(polls, estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, account)))
+	}
+	for _, p := range polls {
+		require.NoError(t, <-p)
+	}
+	admitted, throttled := account.counts()
+	t.Logf("%d requests admitted, %d answered 429", admitted, throttled)
+	assert.GreaterOrEqual(t, admitted, 4*100)
+	assert.Positive(t, throttled, "the budget was exceeded")
+	assert.Less(t, throttled, admitted, "fewer 429s than admitted requests")
+}
+
+func TestCosmosDBThrottledAccountWaitsAsAsked(t *testing.T) {
+	// The account answers one 429 asking for 300 ms: none of its requests,
+	// from this scaler or another, is sent before the 300 ms have passed,
+	// and the throttled read is sent again.
+	const host = "throttled-wait.documents.azure.com"
+	account := &testCosmosDBThrottle{next: &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 3, host)}, perSecond: 1e6, burst: 1e6}
+	var (
+		mu        sync.Mutex
+		throttled time.Time
+		sent      []time.Time
+	)
+	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") && throttled.IsZero() {
+			throttled = time.Now()
+			return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
+				Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {"300"}, "X-Ms-Substatus": {"3200"}},
+				Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
+		}
+		sent = append(sent, time.Now())
+		return account.Do(req)
+	})
+	first := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !throttled.IsZero() }, 5*time.Second, time.Millisecond)
+	second := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, at := range sent {
+		if at.After(throttled) {
+			assert.GreaterOrEqual(t, at.Sub(throttled), 300*time.Millisecond, "a request sent while the account asked to wait")
+		}
+	}
+}
+
+// testCosmosDBRoundTripFunc is a transport made of a function.
+type testCosmosDBRoundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f testCosmosDBRoundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) {
+	return f(req)
+}
+
+func TestCosmosDBAccountLimitFollowsThrottling(t *testing.T) {
+	// The account's limit halves at the first 429 of a wait (not at each of
+	// that wait's); from a second after the last 429 it grows by one after
+	// limit answers without one.
+	a := newCosmosDBAccount()
+	ctx := context.Background()
+	for range 3 {
+		require.NoError(t, a.acquire(ctx))
+	}
+	a.release(time.Millisecond)
+	a.release(time.Millisecond)
+	assert.Equal(t, cosmosDBAccountRequests/2, a.limit, "one halving for the wait's 429s")
+	time.Sleep(2 * time.Millisecond)
+	a.release(time.Millisecond)
+	assert.Equal(t, cosmosDBAccountRequests/4, a.limit, "the next wait's first 429")
+	answer := func(n int) {
+		for range n {
+			require.NoError(t, a.acquire(ctx))
+			a.release(0)
+		}
+	}
+	time.Sleep(2 * time.Millisecond)
+	answer(cosmosDBAccountRequests / 2)
+	assert.Equal(t, cosmosDBAccountRequests/4, a.limit, "no growth within a second of a 429")
+	time.Sleep(cosmosDBThrottleHold)
+	answer(cosmosDBAccountRequests/4 - 1)
+	assert.Equal(t, cosmosDBAccountRequests/4, a.limit)
+	answer(1)
+	assert.Equal(t, cosmosDBAccountRequests/4+1, a.limit)
+	assert.Zero(t, a.inFlight)
+}
+
 func TestCosmosDBSharedEntriesLiveWhileHeld(t *testing.T) {
 	// The account's entry is held by every client of it and dropped when
 	// the last is closed; Close may be called twice.
@@ -1125,15 +1328,15 @@ func TestCosmosDBSharedEntriesLiveWhileHeld(t *testing.T) {
 	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
 	first := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
 	second := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
-	assert.Equal(t, 4, cosmosDBAccountSlots.holders(key), "data and lease clients of two scalers")
+	assert.Equal(t, 4, cosmosDBAccounts.holders(key), "data and lease clients of two scalers")
 	first.Close()
 	first.Close()
-	assert.Equal(t, 2, cosmosDBAccountSlots.holders(key))
+	assert.Equal(t, 2, cosmosDBAccounts.holders(key))
 	second.Close()
-	assert.Equal(t, 0, cosmosDBAccountSlots.holders(key))
-	cosmosDBAccountSlots.mu.Lock()
-	_, kept := cosmosDBAccountSlots.entries[key]
-	cosmosDBAccountSlots.mu.Unlock()
+	assert.Equal(t, 0, cosmosDBAccounts.holders(key))
+	cosmosDBAccounts.mu.Lock()
+	_, kept := cosmosDBAccounts.entries[key]
+	cosmosDBAccounts.mu.Unlock()
 	assert.False(t, kept, "the entry is dropped with its last client")
 }
 
