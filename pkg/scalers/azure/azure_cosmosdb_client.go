@@ -32,14 +32,14 @@ const (
 	cosmosDBMaxRetryDelay   = 2 * time.Second
 )
 
-// CosmosDBClient sends requests to one account through one azcore pipeline
+// CosmosDBClient sends requests to one account through an azcore pipeline
 // on KEDA's HTTP client, whose timeout bounds each try, within the
 // account's bound shared by every client of the process.
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
 	account  *cosmosDBAccount
-	release  func() // the account's bound and conn's credential
+	release  func() // the account's bound, the pipeline and conn's credential
 }
 
 // NewCosmosDBClient signs requests with conn's key, or sends its bearer
@@ -48,11 +48,32 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 	account, releaseAccount, _ := cosmosDBAccounts.acquire(cosmosDBAccountKey(conn.Endpoint), func() (*cosmosDBAccount, error) {
 		return newCosmosDBAccount(), nil
 	})
+	key := cosmosDBPipelineKey{token: cosmosDBComparable(conn.token), scope: conn.scope, transport: cosmosDBTransportKey(transport)}
+	if conn.UsesKey() {
+		key.accountKey = sha256.Sum256(conn.key)
+	}
+	pipeline, releasePipeline, _ := cosmosDBPipelines.acquire(key, func() (runtime.Pipeline, error) {
+		return newCosmosDBPipeline(conn, transport), nil
+	})
+	release := func() {
+		releaseAccount()
+		releasePipeline()
+		if conn.releaseToken != nil {
+			conn.releaseToken()
+		}
+	}
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, account: account, release: release}
+}
+
+// newCosmosDBPipeline is the pipeline of conn's credential on transport; it
+// holds nothing of an account but its key.
+func newCosmosDBPipeline(conn *CosmosDBConnection, transport policy.Transporter) runtime.Pipeline {
 	var auth policy.Policy = cosmosDBKeyPolicy{key: conn.key, plainHTTP: base64.StdEncoding.EncodeToString(conn.key) == cosmosDBEmulatorKey}
 	if !conn.UsesKey() {
-		auth = runtime.NewBearerTokenPolicy(conn.token, []string{conn.scope}, &policy.BearerTokenOptions{
+		scope := conn.scope
+		auth = runtime.NewBearerTokenPolicy(conn.token, []string{scope}, &policy.BearerTokenOptions{
 			AuthorizationHandler: policy.AuthorizationHandler{OnRequest: func(req *policy.Request, authorize func(policy.TokenRequestOptions) error) error {
-				if err := authorize(policy.TokenRequestOptions{Scopes: []string{conn.scope}}); err != nil {
+				if err := authorize(policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
 					return err
 				}
 				// Cosmos DB wants its own form of azcore's "Bearer <token>".
@@ -78,20 +99,14 @@ func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *
 	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: cosmosDBMaxRetryDelay, TryTimeout: tryTimeout,
 		StatusCodes: []int{http.StatusRequestTimeout, 449, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
-	pipeline := runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
+	return runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
 		PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}},
 	}, &policy.ClientOptions{Transport: transport, Retry: retry})
-	release := func() {
-		releaseAccount()
-		if conn.releaseToken != nil {
-			conn.releaseToken()
-		}
-	}
-	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, account: account, release: release}
 }
 
-// Close releases the client's hold on its account's bound and on its
-// credential, dropped with the last client; it may be called more than once.
+// Close releases the client's hold on its account's bound, its pipeline and
+// its credential, each dropped with its last client; it may be called more
+// than once.
 func (c *CosmosDBClient) Close() { c.release() }
 
 // url is the address of a resource of the account: dbs/{db}/colls/{container}/...

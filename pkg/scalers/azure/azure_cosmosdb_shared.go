@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 )
 
 // One KEDA operator polls every ScaledObject of the cluster. What its
@@ -262,17 +263,37 @@ func (k cosmosDBTokenKey) String() string {
 	return fmt.Sprintf("%s tenant %q client %q at %q for %q", k.kind, k.tenant, k.clientID, k.authority, k.scope)
 }
 
-// cosmosDBTransportKey identifies where a credential sends its token
+// cosmosDBPipelines holds, per credential and transport, the pipeline of
+// the process's clients. A pipeline keeps nothing of an account but the
+// key it signs with, so a scaler's data and lease clients, and the scalers
+// of one account key or identity, send through one pipeline.
+var cosmosDBPipelines cosmosDBShared[cosmosDBPipelineKey, runtime.Pipeline]
+
+// cosmosDBPipelineKey is what a pipeline depends on: the account key (its
+// SHA-256) or the shared token credential and scope, and the transport.
+type cosmosDBPipelineKey struct {
+	accountKey [sha256.Size]byte
+	token      any
+	scope      string
+	transport  any
+}
+
+// cosmosDBTransportKey identifies where a client or credential sends its
 // requests. KEDA gives each scaler an http.Client of its own over the
 // process's shared round tripper: clients with the same round tripper and
-// timeout are one. A transport that cannot be compared shares nothing.
+// timeout are one.
 func cosmosDBTransportKey(transport policy.Transporter) any {
-	var key any = transport
 	if c, ok := transport.(*http.Client); ok {
-		key = [2]any{c.Transport, c.Timeout}
+		return cosmosDBComparable([2]any{c.Transport, c.Timeout})
 	}
-	if key == nil || !reflect.ValueOf(key).Comparable() {
-		return new(byte) // a key no other scaler has
+	return cosmosDBComparable(transport)
+}
+
+// cosmosDBComparable is v as a map key, or, if v cannot be compared, a key
+// no other value has (so it shares nothing).
+func cosmosDBComparable(v any) any {
+	if v != nil && !reflect.ValueOf(v).Comparable() {
+		return new(byte)
 	}
-	return key
+	return v
 }

@@ -1340,6 +1340,53 @@ func TestCosmosDBSharedEntriesLiveWhileHeld(t *testing.T) {
 	assert.False(t, kept, "the entry is dropped with its last client")
 }
 
+func TestCosmosDBScalersOfOneKeyShareAPipeline(t *testing.T) {
+	// Two scalers with one account key send through one pipeline (their
+	// data and lease clients too); a scaler with another key has its own,
+	// and its requests are signed with its key, never the other's.
+	const host = "pipeline-share.documents.azure.com"
+	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
+	transport := testCosmosDBRoundTripper{tr}
+	pipelineOf := func(key string) cosmosDBPipelineKey {
+		raw, err := base64.StdEncoding.DecodeString(key)
+		require.NoError(t, err)
+		return cosmosDBPipelineKey{accountKey: sha256.Sum256(raw), transport: cosmosDBTransportKey(transport)}
+	}
+	estimator := func(key string) *CosmosDBLagEstimator {
+		auth := CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}
+		data, leases, err := ResolveCosmosDBConnections(auth, transport, logr.Discard())
+		require.NoError(t, err)
+		return NewCosmosDBLagEstimator(NewCosmosDBClient(data, transport), NewCosmosDBClient(leases, transport),
+			CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
+	}
+	first, second, other := estimator(testCosmosDBKey), estimator(testCosmosDBKey), estimator(testCosmosDBLeaseKey)
+	assert.Equal(t, 4, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
+	assert.Equal(t, 2, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
+
+	for _, e := range []*CosmosDBLagEstimator{first, other} {
+		tr.mu.Lock()
+		tr.records = nil
+		tr.mu.Unlock()
+		_, err := e.Estimate(context.Background())
+		require.NoError(t, err)
+		key := testCosmosDBKey
+		if e == other {
+			key = testCosmosDBLeaseKey
+		}
+		records := tr.find(func(r testCosmosDBRecord) bool { return r.host == host+":443" })
+		require.NotEmpty(t, records)
+		for _, r := range records {
+			resourceType, resourceLink := cosmosDBResourceOf(r.path)
+			assert.Equal(t, testCosmosDBSignature(t, key, r.method, resourceType, resourceLink, r.header.Get("X-Ms-Date")), r.header.Get("Authorization"), "%s %s", r.method, r.path)
+		}
+	}
+	first.Close()
+	second.Close()
+	other.Close()
+	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
+	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
+}
+
 func (tr *testCosmosDBTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return tr.Do(req)
 }
