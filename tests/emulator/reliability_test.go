@@ -64,7 +64,7 @@ func TestTransientFaultsAreRetriedToTheSameMetric(t *testing.T) {
 }
 
 // Throttling that outlasts the retries, or whose retry-after is beyond the
-// 2 s the pipeline waits at most, fails the poll at once with an error that
+// 2 s the scaler waits at most, fails the poll at once with an error that
 // says so; a retry-after within 2 s but past the poll's deadline ends the
 // poll at its deadline.
 func TestPersistentThrottlingFailsSayingThrottled(t *testing.T) {

@@ -127,8 +127,15 @@ type cosmosDBResponse struct {
 	body   []byte
 }
 
-// slot is a place at c's account, not yet taken.
-func (c *CosmosDBClient) slot() *cosmosDBSlot { return &cosmosDBSlot{account: c.account} }
+// slot is a place at c's account, not yet taken, for a request of ctx's
+// poll (a request outside a poll counts as a poll starting now).
+func (c *CosmosDBClient) slot(ctx context.Context) *cosmosDBSlot {
+	started, ok := ctx.Value(cosmosDBPollStarted{}).(time.Time)
+	if !ok {
+		started = time.Now()
+	}
+	return &cosmosDBSlot{account: c.account, pollStarted: started}
+}
 
 // send sends r (azcore retries it) and returns the answer; an answer
 // outside r.ok is a *cosmosDBResponseError. Each try holds a place at the
@@ -138,7 +145,7 @@ func (c *CosmosDBClient) slot() *cosmosDBSlot { return &cosmosDBSlot{account: c.
 func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
 	slot := r.slot
 	if slot == nil {
-		slot = c.slot()
+		slot = c.slot(ctx)
 		defer slot.release()
 	}
 	var (

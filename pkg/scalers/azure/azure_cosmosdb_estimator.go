@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -112,6 +113,7 @@ var errCosmosDBContainerChanged = errors.New("the monitored container is not the
 // recreated, its processor restarted). Then they are read again and the
 // poll redone; if the new RIDs do not hold either, the poll fails.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
+	ctx = context.WithValue(ctx, cosmosDBPollStarted{}, time.Now()) // its account serves earlier polls first
 	e.mu.Lock()
 	scope := e.scope
 	e.mu.Unlock()
@@ -214,7 +216,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 					return err
 				}
 			}
-			slot := e.data.slot()
+			slot := e.data.slot(gctx)
 			if err := slot.acquire(gctx); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -101,8 +102,10 @@ func cosmosDBAccountKey(endpoint *url.URL) string {
 }
 
 // cosmosDBAccount admits one account's requests, from every scaler of the
-// process, in the order they ask: at most limit in flight, and none while
-// the account has asked to wait. limit starts at cosmosDBAccountRequests;
+// process, the earliest poll's first: at most limit in flight, and none
+// while the account has asked to wait. (Served in the order they ask, a
+// busy account's polls would share it request by request and all finish
+// late together; served by poll, they finish one after another.) limit starts at cosmosDBAccountRequests;
 // a throttled answer (429) halves it, once per wait the account asks for;
 // a second after the last 429 (an account's throughput is provisioned per
 // second), each limit answers that are not 429s add one back. So a burst
@@ -112,9 +115,9 @@ type cosmosDBAccount struct {
 	mu           sync.Mutex
 	limit        int
 	inFlight     int
-	answered     int             // answers since limit last grew
-	waiting      []chan struct{} // FIFO; closed when handed a request's place
-	pausedUntil  time.Time       // the account's x-ms-retry-after-ms
+	answered     int              // answers since limit last grew
+	waiting      []cosmosDBWaiter // by poll start, then arrival
+	pausedUntil  time.Time        // the account's x-ms-retry-after-ms
 	lastThrottle time.Time
 	resume       *time.Timer // admits the waiting when the pause ends
 }
@@ -122,12 +125,20 @@ type cosmosDBAccount struct {
 // cosmosDBThrottleHold is how long after a 429 the limit does not grow.
 const cosmosDBThrottleHold = time.Second
 
+// cosmosDBWaiter is a request waiting for a place: admitted is closed when
+// it is handed one.
+type cosmosDBWaiter struct {
+	pollStarted time.Time
+	admitted    chan struct{}
+}
+
 func newCosmosDBAccount() *cosmosDBAccount {
 	return &cosmosDBAccount{limit: cosmosDBAccountRequests}
 }
 
-// acquire waits for a place for one request; the wait ends with ctx.
-func (a *cosmosDBAccount) acquire(ctx context.Context) error {
+// acquire waits for a place for one request of the poll that started at
+// pollStarted; the wait ends with ctx.
+func (a *cosmosDBAccount) acquire(ctx context.Context, pollStarted time.Time) error {
 	a.mu.Lock()
 	if len(a.waiting) == 0 && a.inFlight < a.limit && !time.Now().Before(a.pausedUntil) {
 		a.inFlight++
@@ -135,7 +146,10 @@ func (a *cosmosDBAccount) acquire(ctx context.Context) error {
 		return nil
 	}
 	admitted := make(chan struct{})
-	a.waiting = append(a.waiting, admitted)
+	after, _ := slices.BinarySearchFunc(a.waiting, pollStarted, func(w cosmosDBWaiter, t time.Time) int {
+		return cmp.Or(w.pollStarted.Compare(t), -1) // after those of the same poll
+	})
+	a.waiting = slices.Insert(a.waiting, after, cosmosDBWaiter{pollStarted, admitted})
 	a.mu.Unlock()
 	select {
 	case <-admitted:
@@ -143,7 +157,7 @@ func (a *cosmosDBAccount) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	a.mu.Lock()
-	i := slices.Index(a.waiting, admitted)
+	i := slices.IndexFunc(a.waiting, func(w cosmosDBWaiter) bool { return w.admitted == admitted })
 	if i >= 0 {
 		a.waiting = slices.Delete(a.waiting, i, i+1)
 	}
@@ -180,7 +194,7 @@ func (a *cosmosDBAccount) release(throttled time.Duration) {
 	a.admit(now)
 }
 
-// admit hands places to the waiting, first come first served; while the
+// admit hands places to the waiting, earliest poll first; while the
 // account pauses, a timer does it when the pause ends. a.mu is held.
 func (a *cosmosDBAccount) admit(now time.Time) {
 	if now.Before(a.pausedUntil) {
@@ -195,26 +209,31 @@ func (a *cosmosDBAccount) admit(now time.Time) {
 		return
 	}
 	for len(a.waiting) > 0 && a.inFlight < a.limit {
-		close(a.waiting[0])
-		a.waiting = a.waiting[1:]
+		close(a.waiting[0].admitted)
+		a.waiting = slices.Delete(a.waiting, 0, 1)
 		a.inFlight++
 	}
 }
+
+// cosmosDBPollStarted is the context key of the start of the poll a
+// request belongs to (a time.Time), by which its account admits it.
+type cosmosDBPollStarted struct{}
 
 // cosmosDBSlot is one request's place at its account. Its owner takes it
 // and gives it back: send, or a poll that takes it before handing a lease
 // to a reader, which gives it back once it has read.
 type cosmosDBSlot struct {
-	account   *cosmosDBAccount
-	held      bool
-	throttled time.Duration // the wait the last answer asked for (a 429's)
+	account     *cosmosDBAccount
+	pollStarted time.Time
+	held        bool
+	throttled   time.Duration // the wait the last answer asked for (a 429's)
 }
 
 func (s *cosmosDBSlot) acquire(ctx context.Context) error {
 	if s.held {
 		return nil
 	}
-	err := s.account.acquire(ctx)
+	err := s.account.acquire(ctx, s.pollStarted)
 	s.held = err == nil
 	return err
 }

@@ -1145,7 +1145,7 @@ func TestCosmosDBPollsWaitForTheAccountBeforeStartingReaders(t *testing.T) {
 	estimator := testCosmosDBAccountEstimator(t, host, transport)
 	account := estimator.data.account
 	for range cosmosDBAccountRequests - 4 {
-		require.NoError(t, account.acquire(context.Background()))
+		require.NoError(t, account.acquire(context.Background(), time.Now()))
 	}
 	estimate, err := estimator.Estimate(context.Background())
 	require.NoError(t, err)
@@ -1288,6 +1288,39 @@ func (f testCosmosDBRoundTripFunc) RoundTrip(req *http.Request) (*http.Response,
 	return f(req)
 }
 
+func TestCosmosDBAccountServesEarlierPollsFirst(t *testing.T) {
+	// With every place taken, a freed place goes to the request of the poll
+	// that started first, whatever the order they asked in; one poll's
+	// requests keep their order.
+	a := newCosmosDBAccount()
+	ctx := context.Background()
+	for range cosmosDBAccountRequests {
+		require.NoError(t, a.acquire(ctx, time.Now()))
+	}
+	queued := func() int {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.waiting)
+	}
+	admitted := make(chan string, 3)
+	ask := func(name string, pollStarted time.Time) {
+		n := queued()
+		go func() {
+			assert.NoError(t, a.acquire(ctx, pollStarted))
+			admitted <- name
+		}()
+		require.Eventually(t, func() bool { return queued() == n+1 }, 5*time.Second, time.Millisecond)
+	}
+	early := time.Now()
+	ask("a later poll's request", early.Add(time.Second))
+	ask("an earlier poll's first request", early)
+	ask("its second request", early)
+	for _, want := range []string{"an earlier poll's first request", "its second request", "a later poll's request"} {
+		a.release(0)
+		assert.Equal(t, want, <-admitted)
+	}
+}
+
 func TestCosmosDBAccountLimitFollowsThrottling(t *testing.T) {
 	// The account's limit halves at the first 429 of a wait (not at each of
 	// that wait's); from a second after the last 429 it grows by one after
@@ -1295,7 +1328,7 @@ func TestCosmosDBAccountLimitFollowsThrottling(t *testing.T) {
 	a := newCosmosDBAccount()
 	ctx := context.Background()
 	for range 3 {
-		require.NoError(t, a.acquire(ctx))
+		require.NoError(t, a.acquire(ctx, time.Now()))
 	}
 	a.release(time.Millisecond)
 	a.release(time.Millisecond)
@@ -1305,7 +1338,7 @@ func TestCosmosDBAccountLimitFollowsThrottling(t *testing.T) {
 	assert.Equal(t, cosmosDBAccountRequests/4, a.limit, "the next wait's first 429")
 	answer := func(n int) {
 		for range n {
-			require.NoError(t, a.acquire(ctx))
+			require.NoError(t, a.acquire(ctx, time.Now()))
 			a.release(0)
 		}
 	}
