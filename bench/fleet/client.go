@@ -125,6 +125,9 @@ func runClient(args []string) error {
 	if err := getStats(*control, false, &before); err != nil {
 		return err
 	}
+	if os.Getenv("FLEET_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 1 // every allocation, for the profile (slow)
+	}
 	baseHeap, baseG := liveHeap(true), runtime.NumGoroutine()
 	scalers := make([]scaler, *n)
 	for i := range scalers {

@@ -55,6 +55,10 @@ type AzureCosmosDBScaler struct {
 	recorder *azure.CosmosDBRecorder
 }
 
+// AzureCosmosDBMetadata is the trigger's typed configuration, whose keda:
+// tags the docs test reads.
+type AzureCosmosDBMetadata = azureCosmosDBMetadata
+
 // NewInspectedAzureCosmosDBScaler builds the scaler as NewAzureCosmosDBScaler
 // does, on KEDA's HTTP client behind a recorder.
 func NewInspectedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (*AzureCosmosDBScaler, error) {
@@ -63,9 +67,8 @@ func NewInspectedAzureCosmosDBScaler(config *scalersconfig.ScalerConfig) (*Azure
 	if err != nil {
 		return nil, err
 	}
-	m := cosmos.metadata
-	return &AzureCosmosDBScaler{azureCosmosDBScaler: cosmos, recorder: recorder, Trigger: AzureCosmosDBTrigger{MetricName: cosmos.metricName(),
-		Processor: m.ProcessorName, Threshold: m.ChangeFeedLagThreshold, Activation: m.ActivationChangeFeedLagThreshold}}, nil
+	return &AzureCosmosDBScaler{azureCosmosDBScaler: cosmos, recorder: recorder, Trigger: AzureCosmosDBTrigger{MetricName: cosmos.metricName,
+		Processor: cosmos.processor, Threshold: cosmos.threshold, Activation: cosmos.activation}}, nil
 }
 
 // Estimate runs one poll as GetMetricsAndActivity does (the same estimator,

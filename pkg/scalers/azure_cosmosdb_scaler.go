@@ -22,12 +22,17 @@ import (
 )
 
 // azureCosmosDBScaler scales a change feed processor on the pending work its
-// leases show, capped at the number of partitions that have any.
+// leases show, capped at the number of partitions that have any. It keeps
+// what its polls need, no credential: an operator holds one per ScaledObject.
 type azureCosmosDBScaler struct {
-	metricType v2.MetricTargetType
-	metadata   azureCosmosDBMetadata
-	estimator  *azure.CosmosDBLagEstimator
-	logger     logr.Logger
+	metricType   v2.MetricTargetType
+	metricName   string // without the trigger's index
+	triggerIndex int
+	threshold    int64
+	activation   int64
+	processor    string
+	estimator    *azure.CosmosDBLagEstimator
+	logger       logr.Logger
 }
 
 // azureCosmosDBMetadata is the trigger's configuration.
@@ -118,9 +123,13 @@ func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	return &azureCosmosDBScaler{
-		metricType: metricType,
-		metadata:   meta,
-		logger:     logger,
+		metricType:   metricType,
+		metricName:   kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s", meta.LeaseContainerID, meta.ProcessorName)),
+		triggerIndex: meta.TriggerIndex,
+		threshold:    meta.ChangeFeedLagThreshold,
+		activation:   meta.ActivationChangeFeedLagThreshold,
+		processor:    meta.ProcessorName,
+		logger:       logger,
 		estimator: azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, transport), azure.NewCosmosDBClient(leases, transport), azure.CosmosDBContainers{
 			Database: meta.DatabaseID, Container: meta.ContainerID,
 			LeaseDatabase: meta.LeaseDatabaseID, LeaseContainer: meta.LeaseContainerID,
@@ -157,14 +166,10 @@ func warnAboutPlainCosmosDBSecrets(config *scalersconfig.ScalerConfig, logger lo
 // GetMetricSpecForScaling returns one metric, named as in KEDA v2.21.0.
 func (s *azureCosmosDBScaler) GetMetricSpecForScaling(context.Context) []v2.MetricSpec {
 	externalMetric := &v2.ExternalMetricSource{
-		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.metadata.TriggerIndex, s.metricName())},
-		Target: GetMetricTarget(s.metricType, s.metadata.ChangeFeedLagThreshold),
+		Metric: v2.MetricIdentifier{Name: GenerateMetricNameWithIndex(s.triggerIndex, s.metricName)},
+		Target: GetMetricTarget(s.metricType, s.threshold),
 	}
 	return []v2.MetricSpec{{External: externalMetric, Type: v2.ExternalMetricSourceType}}
-}
-
-func (s *azureCosmosDBScaler) metricName() string {
-	return kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s", s.metadata.LeaseContainerID, s.metadata.ProcessorName))
 }
 
 // GetMetricsAndActivity returns the capped lag, active above the activation
@@ -173,16 +178,16 @@ func (s *azureCosmosDBScaler) GetMetricsAndActivity(ctx context.Context, metricN
 	start := time.Now()
 	estimate, err := s.estimator.Estimate(ctx)
 	if err != nil {
-		return []external_metrics.ExternalMetricValue{}, false, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.metadata.ProcessorName, err)
+		return []external_metrics.ExternalMetricValue{}, false, fmt.Errorf("azure-cosmosdb: estimating change feed lag of processor %q: %w", s.processor, err)
 	}
-	summary := estimate.Summarize(s.metadata.ChangeFeedLagThreshold, s.metadata.ActivationChangeFeedLagThreshold)
+	summary := estimate.Summarize(s.threshold, s.activation)
 	s.logEstimate(estimate, summary, time.Since(start))
 	return []external_metrics.ExternalMetricValue{GenerateMetricInMili(metricName, float64(summary.Metric))}, summary.Active, nil
 }
 
 // logEstimate warns of stale parents, and at V(1) logs the poll's counts.
 func (s *azureCosmosDBScaler) logEstimate(estimate azure.CosmosDBLagEstimate, summary azure.CosmosDBLagSummary, duration time.Duration) {
-	processor := s.metadata.ProcessorName
+	processor := s.processor
 	if estimate.StaleParents > 0 {
 		s.logger.Info("Warning: partition split or merge: stale parent lease(s) remain after a lease refresh; waking the processor to replace them", "processor", processor, "staleParents", estimate.StaleParents)
 	} else if estimate.SplitRetried {

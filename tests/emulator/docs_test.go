@@ -58,23 +58,14 @@ func cosmosDBTagParams(t reflect.Type) []cosmosDBTagParam {
 }
 
 // scalerMetadataType is the type of the scaler's metadata, whose keda: tags
-// declare its parameters: the "metadata" field of the value
-// NewAzureCosmosDBScaler returns. Only the type is read, never the value.
+// declare its parameters (the type NewAzureCosmosDBScaler parses into).
 func scalerMetadataType(t *testing.T) reflect.Type {
 	t.Helper()
-	s, err := scalers.NewAzureCosmosDBScaler(scalerConfig(baseMetadata(), canaryAuth()))
-	if err != nil {
-		t.Fatal(err)
+	typ := reflect.TypeFor[scalers.AzureCosmosDBMetadata]()
+	if typ.Kind() != reflect.Struct {
+		t.Fatalf("%v is not a struct: the test must learn where the keda: tags are now", typ)
 	}
-	typ := reflect.TypeOf(s)
-	if typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
-	}
-	field, ok := typ.FieldByName("metadata")
-	if !ok || field.Type.Kind() != reflect.Struct {
-		t.Fatalf("%v has no metadata struct field: the test must learn where the keda: tags are now", typ)
-	}
-	return field.Type
+	return typ
 }
 
 // requiredParam reports whether the scaler refuses trigger metadata

@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,13 +160,13 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 	var (
 		mu      sync.Mutex // guards res
 		res     CosmosDBLagEstimate
-		others  []string // only the query's goroutine writes it
+		others  []string // only the query writes it
 		ranges  []cosmosDBPartitionKeyRange
-		readers int          // started; only the query's goroutine counts them
+		readers int          // started; only the query counts them
 		busy    atomic.Int64 // leases handed to readers and not yet read
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(1 + cosmosDBReadConcurrency) // the query and its readers
+	g.SetLimit(cosmosDBReadConcurrency)
 	// Each reader reads lease after lease: a goroutine per lease would grow
 	// a fresh stack through net/http and azcore for every read.
 	leases := make(chan cosmosDBLeaseRead)
@@ -189,54 +190,55 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 		}
 		return nil
 	}
-	g.Go(func() error {
-		defer close(leases)
-		return readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
-			container, ok := scope.leaseContainer(doc.ID)
-			switch {
-			case !ok:
-				return nil
-			case !scope.ownsContainer(container):
-				if scope.others[container] || slices.Contains(others, container) {
-					return nil
-				}
-				if !fresh {
-					return fmt.Errorf("%w: lease %s names another container of processor %q", errCosmosDBContainerChanged, cosmosDBExcerpt(doc.ID), scope.processor)
-				}
-				others = append(others, container)
+	// The query runs in the poll's own goroutine.
+	query := readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
+		container, ok := scope.leaseContainer(doc.ID)
+		switch {
+		case !ok:
+			return nil
+		case !scope.ownsContainer(container):
+			if scope.others[container] || slices.Contains(others, container) {
 				return nil
 			}
-			l, ok := doc.lease()
-			if !ok {
-				return nil
+			if !fresh {
+				return fmt.Errorf("%w: lease %s names another container of processor %q", errCosmosDBContainerChanged, cosmosDBExcerpt(doc.ID), scope.processor)
 			}
-			if l.EPK && ranges == nil {
-				var err error
-				if ranges, err = e.liveRanges(gctx); err != nil {
-					return err
-				}
-			}
-			slot := e.data.slot(gctx)
-			if err := slot.acquire(gctx); err != nil {
+			others = append(others, container)
+			return nil
+		}
+		l, ok := doc.lease()
+		if !ok {
+			return nil
+		}
+		if l.EPK && ranges == nil {
+			var err error
+			if ranges, err = e.liveRanges(gctx); err != nil {
 				return err
 			}
-			if busy.Add(1) > int64(readers) { // every reader is busy
-				if g.TryGo(read) {
-					readers++
-				} else { // the poll's limit: the read waits for its place in its reader, not here
-					slot.release()
-				}
-			}
-			select {
-			case leases <- cosmosDBLeaseRead{l, ranges, slot}:
-				return nil
-			case <-gctx.Done():
+		}
+		slot := e.data.slot(gctx)
+		if err := slot.acquire(gctx); err != nil {
+			return err
+		}
+		if busy.Add(1) > int64(readers) { // every reader is busy
+			if g.TryGo(read) {
+				readers++
+			} else { // the poll's limit: the read waits for its place in its reader, not here
 				slot.release()
-				return gctx.Err()
 			}
-		})
+		}
+		select {
+		case leases <- cosmosDBLeaseRead{l, ranges, slot}:
+			return nil
+		case <-gctx.Done():
+			slot.release()
+			return gctx.Err()
+		}
 	})
-	if err := g.Wait(); err != nil {
+	close(leases)
+	// A reader's failure ends the query too, so it comes first; a failed
+	// query leaves the readers to finish the reads they hold.
+	if err := cmp.Or(g.Wait(), query); err != nil {
 		return CosmosDBLagEstimate{}, nil, err
 	}
 	slices.SortFunc(res.Leases, func(a, b CosmosDBLeaseLag) int { return strings.Compare(a.Token, b.Token) })

@@ -63,13 +63,18 @@ func (s *cosmosDBShared[K, V]) acquire(key K, build func() (V, error)) (V, func(
 		s.entries[key] = e
 	}
 	e.holders++
-	release := sync.OnceFunc(func() {
+	released := false
+	release := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if released {
+			return
+		}
+		released = true
 		if e.holders--; e.holders == 0 && s.entries[key] == e {
 			delete(s.entries, key)
 		}
-	})
+	}
 	return e.value, release, nil
 }
 
@@ -274,7 +279,7 @@ type cosmosDBTokenKey struct {
 	authority        string
 	private          bool // instance discovery disabled
 	scope            string
-	transport        any
+	transport        cosmosDBTransport
 }
 
 // String names the identity without its secret or the secret's hash.
@@ -294,18 +299,23 @@ type cosmosDBPipelineKey struct {
 	accountKey [sha256.Size]byte
 	token      any
 	scope      string
-	transport  any
+	transport  cosmosDBTransport
 }
 
-// cosmosDBTransportKey identifies where a client or credential sends its
+// cosmosDBTransport identifies where a client or credential sends its
 // requests. KEDA gives each scaler an http.Client of its own over the
 // process's shared round tripper: clients with the same round tripper and
 // timeout are one.
-func cosmosDBTransportKey(transport policy.Transporter) any {
+type cosmosDBTransport struct {
+	sender  any // the http.Client's round tripper, or the transporter
+	timeout time.Duration
+}
+
+func cosmosDBTransportKey(transport policy.Transporter) cosmosDBTransport {
 	if c, ok := transport.(*http.Client); ok {
-		return cosmosDBComparable([2]any{c.Transport, c.Timeout})
+		return cosmosDBTransport{sender: cosmosDBComparable(c.Transport), timeout: c.Timeout}
 	}
-	return cosmosDBComparable(transport)
+	return cosmosDBTransport{sender: cosmosDBComparable(transport)}
 }
 
 // cosmosDBComparable is v as a map key, or, if v cannot be compared, a key
