@@ -36,10 +36,11 @@ const cosmosDBAccountRequests = 128
 // and the entry is dropped when its last holder releases it.
 type cosmosDBShared[K comparable, V any] struct {
 	mu      sync.Mutex
-	entries map[K]*cosmosDBSharedEntry[V]
+	entries map[K]*cosmosDBSharedEntry[K, V]
 }
 
-type cosmosDBSharedEntry[V any] struct {
+type cosmosDBSharedEntry[K comparable, V any] struct {
+	key     K
 	value   V
 	holders int
 }
@@ -57,25 +58,33 @@ func (s *cosmosDBShared[K, V]) acquire(key K, build func() (V, error)) (V, func(
 			return zero, nil, err
 		}
 		if s.entries == nil {
-			s.entries = map[K]*cosmosDBSharedEntry[V]{}
+			s.entries = map[K]*cosmosDBSharedEntry[K, V]{}
 		}
-		e = &cosmosDBSharedEntry[V]{value: v}
+		e = &cosmosDBSharedEntry[K, V]{key: key, value: v}
 		s.entries[key] = e
 	}
 	e.holders++
-	released := false
-	release := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if released {
-			return
-		}
-		released = true
-		if e.holders--; e.holders == 0 && s.entries[key] == e {
-			delete(s.entries, key)
-		}
+	return e.value, (&cosmosDBHold[K, V]{shared: s, entry: e}).release, nil
+}
+
+// cosmosDBHold is one holder's hold on an entry.
+type cosmosDBHold[K comparable, V any] struct {
+	shared   *cosmosDBShared[K, V]
+	entry    *cosmosDBSharedEntry[K, V]
+	released bool
+}
+
+func (h *cosmosDBHold[K, V]) release() {
+	s, e := h.shared, h.entry
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.released {
+		return
 	}
-	return e.value, release, nil
+	h.released = true
+	if e.holders--; e.holders == 0 && s.entries[e.key] == e {
+		delete(s.entries, e.key)
+	}
 }
 
 // holders is the number of holders of key's entry (0: none), for tests.
