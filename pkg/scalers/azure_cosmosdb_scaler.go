@@ -122,6 +122,11 @@ func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy
 	if err != nil {
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
+	dataClient := azure.NewCosmosDBClient(data, transport)
+	leaseClient := dataClient // the leases are in the data account
+	if leases != data {
+		leaseClient = azure.NewCosmosDBClient(leases, transport)
+	}
 	return &azureCosmosDBScaler{
 		metricType:   metricType,
 		metricName:   kedautil.NormalizeString(fmt.Sprintf("azure-cosmosdb-%s-%s", meta.LeaseContainerID, meta.ProcessorName)),
@@ -130,7 +135,7 @@ func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy
 		activation:   meta.ActivationChangeFeedLagThreshold,
 		processor:    meta.ProcessorName,
 		logger:       logger,
-		estimator: azure.NewCosmosDBLagEstimator(azure.NewCosmosDBClient(data, transport), azure.NewCosmosDBClient(leases, transport), azure.CosmosDBContainers{
+		estimator: azure.NewCosmosDBLagEstimator(dataClient, leaseClient, azure.CosmosDBContainers{
 			Database: meta.DatabaseID, Container: meta.ContainerID,
 			LeaseDatabase: meta.LeaseDatabaseID, LeaseContainer: meta.LeaseContainerID,
 			Processor: meta.ProcessorName,

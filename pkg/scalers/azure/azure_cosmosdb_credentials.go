@@ -61,7 +61,8 @@ type CosmosDBConnection struct {
 func (a *CosmosDBConnection) UsesKey() bool { return a.key != nil }
 
 // ResolveCosmosDBConnections picks for each account a connection string, else
-// a key, else a token (workload identity, else a service principal).
+// a key, else a token (workload identity, else a service principal). Without
+// a lease account, lease is data.
 func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (data, lease *CosmosDBConnection, err error) {
 	data, err = resolveCosmosDBConnection(auth, auth.Connection, auth.Endpoint, auth.Key, "")
 	if err != nil {
@@ -81,9 +82,8 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 		}
 	case auth.LeaseKey != "":
 		return nil, nil, errors.New("leaseCosmosDBKey is set but neither leaseEndpoint nor leaseConnection is: the lease key is only used with an explicit lease account")
-	default:
-		copied := *data
-		lease = &copied
+	default: // the leases are in the data account: one connection serves both
+		lease = data
 	}
 	if data.UsesKey() && lease.UsesKey() {
 		return data, lease, nil
@@ -98,7 +98,7 @@ func ResolveCosmosDBConnections(auth CosmosDBAuth, transport policy.Transporter,
 	}
 	// Each keyless connection holds the identity's shared credential.
 	for _, a := range []*CosmosDBConnection{data, lease} {
-		if a.UsesKey() {
+		if a.UsesKey() || a.token != nil { // lease is data
 			continue
 		}
 		if a.token, a.releaseToken, err = cosmosDBCredentials.acquire(source.key, source.build); err != nil {

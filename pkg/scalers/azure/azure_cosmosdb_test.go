@@ -1245,11 +1245,11 @@ func TestCosmosDBThrottledAccountIsNotStormed(t *testing.T) {
 }
 
 func TestCosmosDBThrottledAccountWaitsAsAsked(t *testing.T) {
-	// The account answers one 429 asking for 300 ms: none of its requests,
-	// from this scaler or another, is sent before the 300 ms have passed,
-	// and the throttled read is sent again.
+	// The account answers one 429 asking for 300 ms: once the scaler has it,
+	// none of the account's requests, from this scaler or another, is sent
+	// before the 300 ms have passed, and the throttled read is sent again.
 	const host = "throttled-wait.documents.azure.com"
-	account := &testCosmosDBThrottle{next: &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 3, host)}, perSecond: 1e6, burst: 1e6}
+	service := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
 	var (
 		mu        sync.Mutex
 		throttled time.Time
@@ -1265,15 +1265,22 @@ func TestCosmosDBThrottledAccountWaitsAsAsked(t *testing.T) {
 				Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
 		}
 		sent = append(sent, time.Now())
-		return account.Do(req)
+		return service.Do(req)
 	})
-	first := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !throttled.IsZero() }, 5*time.Second, time.Millisecond)
+	scaler := testCosmosDBAccountEstimator(t, host, transport)
+	first := estimateAsync(context.Background(), scaler)
+	account := scaler.data.account
+	require.Eventually(t, func() bool { // the scaler has the 429
+		account.mu.Lock()
+		defer account.mu.Unlock()
+		return account.pausedUntil.After(time.Now())
+	}, 5*time.Second, time.Millisecond)
 	second := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
 	require.NoError(t, <-first)
 	require.NoError(t, <-second)
 	mu.Lock()
 	defer mu.Unlock()
+	require.False(t, throttled.IsZero())
 	for _, at := range sent {
 		if at.After(throttled) {
 			assert.GreaterOrEqual(t, at.Sub(throttled), 300*time.Millisecond, "a request sent while the account asked to wait")
@@ -1485,7 +1492,7 @@ func TestCosmosDBOneTokenPerServicePrincipal(t *testing.T) {
 	keys := testCosmosDBCredentialKeys("client-share")
 	require.Len(t, keys, 1)
 	key := keys[0]
-	assert.Equal(t, 6, cosmosDBCredentials.holders(key), "data and lease connections of three scalers")
+	assert.Equal(t, 3, cosmosDBCredentials.holders(key), "one connection per scaler: the leases are in the data account")
 
 	// The same tenant and client id with another secret: its own token
 	// request with its own secret, refused; never the cached token.
