@@ -59,7 +59,7 @@
 # take its change out of a copy of the working tree so that the copy builds
 # and its tests pass, then in that copy
 #   git diff -R --no-color --no-ext-diff -- pkg/scalers >DIFF
-# where DIFF is the last line's; today 10-shared-account-bound's change.diff),
+# where DIFF is the last line's; today 12-memory-per-scaledobject's change.diff),
 # and "hack/intree.sh stack" regenerates the others.
 # make intree-patch rebuilds each pull request's tree that way, copies it into
 # KEDA (import paths rewritten, the schema regenerated) and commits it; the
