@@ -188,20 +188,44 @@ func cosmosDBThrottleWait(resp cosmosDBResponse, retry int) time.Duration {
 }
 
 // sendPages sends r for each page of a feed, following x-ms-continuation.
+// While page handles a page, the next one is already asked for (in a
+// goroutine that lives as long as that request): page may wait for the
+// account (a poll taking its reads' places), and the reads should not run
+// dry at each page's end.
 func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends a request for a page no longer wanted
+	type answer struct {
+		resp cosmosDBResponse
+		err  error
+	}
 	first := r.header
-	for continuation := ""; ; {
-		r.header = first.Clone()
-		if continuation != "" {
-			r.header["X-Ms-Continuation"] = []string{continuation}
-		}
-		resp, err := c.send(ctx, r)
-		if err == nil {
-			err = page(resp.body)
-		}
-		if continuation = resp.header.Get("X-Ms-Continuation"); err != nil || continuation == "" {
+	ask := func(continuation string) <-chan answer {
+		next := r
+		next.header = first.Clone()
+		next.header["X-Ms-Continuation"] = []string{continuation}
+		answered := make(chan answer, 1)
+		go func() {
+			resp, err := c.send(ctx, next)
+			answered <- answer{resp, err}
+		}()
+		return answered
+	}
+	r.header = first.Clone()
+	resp, err := c.send(ctx, r)
+	for {
+		if err != nil {
 			return err
 		}
+		var next <-chan answer
+		if continuation := resp.header.Get("X-Ms-Continuation"); continuation != "" {
+			next = ask(continuation)
+		}
+		if err := page(resp.body); err != nil || next == nil {
+			return err
+		}
+		a := <-next
+		resp, err = a.resp, a.err
 	}
 }
 
