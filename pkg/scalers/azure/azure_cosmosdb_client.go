@@ -200,16 +200,23 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 		err  error
 	}
 	first := r.header
-	ask := func(continuation string) <-chan answer {
+	// ask takes the next page's place at the account before this page's
+	// leases take theirs, then sends it.
+	ask := func(continuation string) (<-chan answer, error) {
 		next := r
 		next.header = first.Clone()
 		next.header["X-Ms-Continuation"] = []string{continuation}
+		next.slot = c.slot(ctx)
+		if err := next.slot.acquire(ctx); err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
+		}
 		answered := make(chan answer, 1)
 		go func() {
+			defer next.slot.release()
 			resp, err := c.send(ctx, next)
 			answered <- answer{resp, err}
 		}()
-		return answered
+		return answered, nil
 	}
 	r.header = first.Clone()
 	resp, err := c.send(ctx, r)
@@ -219,7 +226,9 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 		}
 		var next <-chan answer
 		if continuation := resp.header.Get("X-Ms-Continuation"); continuation != "" {
-			next = ask(continuation)
+			if next, err = ask(continuation); err != nil {
+				return err
+			}
 		}
 		if err := page(resp.body); err != nil || next == nil {
 			return err

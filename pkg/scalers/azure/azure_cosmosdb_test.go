@@ -1158,6 +1158,40 @@ func TestCosmosDBPollsWaitForTheAccountBeforeStartingReaders(t *testing.T) {
 	}
 }
 
+func TestCosmosDBNextLeasePageIsAskedForWhileReadsWait(t *testing.T) {
+	// Two places are free at the account, the change feed reads are held:
+	// the first page's first lease takes one place, and the second page is
+	// asked for with the other while the first page's second lease waits.
+	// (Asked for only after the first page's leases had their places, the
+	// second page waited behind them and the reads ran dry at each page's
+	// end.)
+	const host = "next-page.documents.azure.com"
+	service := testCosmosDBLeaseService(t, 3, host)
+	service.leasePages = [][]string{service.leasePages[0][:2], service.leasePages[0][2:]}
+	gate := newTestCosmosDBGate(service, host)
+	defer gate.release()
+	estimator := testCosmosDBAccountEstimator(t, host, gate)
+	account := estimator.data.account
+	for range cosmosDBAccountRequests - 2 {
+		require.NoError(t, account.acquire(context.Background(), time.Now()))
+	}
+	defer func() {
+		for range cosmosDBAccountRequests - 2 {
+			account.release(0)
+		}
+	}()
+	poll := estimateAsync(context.Background(), estimator)
+	require.Eventually(t, func() bool {
+		return len(gate.next.find(func(r testCosmosDBRecord) bool { return r.header.Get("X-Ms-Continuation") == "page-1" })) == 1
+	}, 5*time.Second, time.Millisecond, "the second page asked for while the first page's reads wait")
+	reads := gate.next.find(func(r testCosmosDBRecord) bool {
+		return r.method == http.MethodGet && strings.HasSuffix(r.path, "/docs")
+	})
+	assert.Empty(t, reads, "no read answered yet")
+	gate.release()
+	require.NoError(t, <-poll)
+}
+
 // testCosmosDBGoroutines counts the goroutines running function.
 func testCosmosDBGoroutines(function string) int {
 	buf := make([]byte, 64<<20)
