@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -158,12 +157,12 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 // only a fresh scope may meet.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (CosmosDBLagEstimate, []string, error) {
 	var (
-		mu      sync.Mutex // guards res
+		mu      sync.Mutex // guards res and busy
 		res     CosmosDBLagEstimate
 		others  []string // only the query writes it
 		ranges  []cosmosDBPartitionKeyRange
-		readers int          // started; only the query counts them
-		busy    atomic.Int64 // leases handed to readers and not yet read
+		readers int // started; only the query counts them
+		busy    int // leases handed to readers and not yet read (mu)
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cosmosDBReadConcurrency)
@@ -173,20 +172,22 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 	read := func() error {
 		for r := range leases {
 			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID, r.slot)
-			busy.Add(-1) // before the place is free for the query's next lease
-			r.slot.release()
 			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 				err = nil
 			}
+			mu.Lock()
+			busy-- // before the place is free for the query's next lease
+			if err == nil {
+				res.Leases = append(res.Leases, lag)
+				if lag.StaleParent {
+					res.StaleParents++
+				}
+			}
+			mu.Unlock()
+			r.slot.release()
 			if err != nil {
 				return err
 			}
-			mu.Lock()
-			res.Leases = append(res.Leases, lag)
-			if lag.StaleParent {
-				res.StaleParents++
-			}
-			mu.Unlock()
 		}
 		return nil
 	}
@@ -220,7 +221,11 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 		if err := slot.acquire(gctx); err != nil {
 			return err
 		}
-		if busy.Add(1) > int64(readers) { // every reader is busy
+		mu.Lock()
+		busy++
+		allBusy := busy > readers
+		mu.Unlock()
+		if allBusy { // every reader is busy
 			if g.TryGo(read) {
 				readers++
 			} else { // the poll's limit: the read waits for its place in its reader, not here
