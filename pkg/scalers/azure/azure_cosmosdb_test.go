@@ -1019,12 +1019,32 @@ func testCosmosDBLeaseService(t *testing.T, leases int, hosts ...string) *testCo
 func testCosmosDBAccountEstimator(t *testing.T, host string, transport http.RoundTripper) *CosmosDBLagEstimator {
 	t.Helper()
 	auth := CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", testCosmosDBKey)}
-	data, leases, err := ResolveCosmosDBConnections(auth, testCosmosDBRoundTripper{transport}, logr.Discard())
+	return testCosmosDBEstimatorOf(t, auth, testCosmosDBRoundTripper{transport})
+}
+
+// testCosmosDBEstimatorOf is the estimator of processor orders on db/items
+// with its leases in db/leases, with auth's connections (a data and a lease
+// client), through transport; the test closes it.
+func testCosmosDBEstimatorOf(t *testing.T, auth CosmosDBAuth, transport policy.Transporter) *CosmosDBLagEstimator {
+	t.Helper()
+	data, leases, err := ResolveCosmosDBConnections(auth, transport, logr.Discard())
 	require.NoError(t, err)
-	e := NewCosmosDBLagEstimator(NewCosmosDBClient(data, testCosmosDBRoundTripper{transport}), NewCosmosDBClient(leases, testCosmosDBRoundTripper{transport}),
+	e := NewCosmosDBLagEstimator(NewCosmosDBClient(data, transport), NewCosmosDBClient(leases, transport),
 		CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
 	t.Cleanup(e.Close)
 	return e
+}
+
+// testCosmosDBTokenForms are the forms of the token requests tr saw.
+func testCosmosDBTokenForms(t *testing.T, tr *testCosmosDBTransport) []url.Values {
+	t.Helper()
+	var forms []url.Values
+	for _, r := range tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/oauth2/v2.0/token") }) {
+		form, err := url.ParseQuery(r.body)
+		require.NoError(t, err)
+		forms = append(forms, form)
+	}
+	return forms
 }
 
 // testCosmosDBRoundTripper adapts a RoundTripper to policy.Transporter.
@@ -1427,11 +1447,7 @@ func TestCosmosDBScalersOfOneKeyShareAPipeline(t *testing.T) {
 		return cosmosDBPipelineKey{accountKey: sha256.Sum256(raw), transport: cosmosDBTransportKey(transport)}
 	}
 	estimator := func(key string) *CosmosDBLagEstimator {
-		auth := CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}
-		data, leases, err := ResolveCosmosDBConnections(auth, transport, logr.Discard())
-		require.NoError(t, err)
-		return NewCosmosDBLagEstimator(NewCosmosDBClient(data, transport), NewCosmosDBClient(leases, transport),
-			CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
+		return testCosmosDBEstimatorOf(t, CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}, transport)
 	}
 	first, second, other := estimator(testCosmosDBKey), estimator(testCosmosDBKey), estimator(testCosmosDBLeaseKey)
 	assert.Equal(t, 4, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
@@ -1494,17 +1510,10 @@ func TestCosmosDBOneTokenPerServicePrincipal(t *testing.T) {
 	}
 	scaler := func(auth CosmosDBAuth) *CosmosDBLagEstimator {
 		t.Helper()
-		data, leases, err := ResolveCosmosDBConnections(givenIn(auth), check, logr.Discard())
-		require.NoError(t, err)
-		e := NewCosmosDBLagEstimator(NewCosmosDBClient(data, check), NewCosmosDBClient(leases, check),
-			CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
-		t.Cleanup(e.Close)
-		return e
+		return testCosmosDBEstimatorOf(t, givenIn(auth), check)
 	}
 	tokenRequests := func() (secrets []string) {
-		for _, r := range tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/oauth2/v2.0/token") }) {
-			form, err := url.ParseQuery(r.body)
-			require.NoError(t, err)
+		for _, form := range testCosmosDBTokenForms(t, tr) {
 			secrets = append(secrets, form.Get("client_secret"))
 		}
 		return secrets
@@ -1590,17 +1599,10 @@ func TestCosmosDBOneTokenPerWorkloadIdentity(t *testing.T) {
 		if identityID != "" {
 			auth.PodIdentity.IdentityID = &identityID
 		}
-		data, leases, err := ResolveCosmosDBConnections(givenIn(auth), tr, logr.Discard())
-		require.NoError(t, err)
-		e := NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(leases, tr),
-			CosmosDBContainers{Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders"})
-		t.Cleanup(e.Close)
-		return e
+		return testCosmosDBEstimatorOf(t, givenIn(auth), tr)
 	}
 	tokenClients := func() (ids []string) {
-		for _, r := range tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/oauth2/v2.0/token") }) {
-			form, err := url.ParseQuery(r.body)
-			require.NoError(t, err)
+		for _, form := range testCosmosDBTokenForms(t, tr) {
 			ids = append(ids, form.Get("client_id"))
 		}
 		return ids
