@@ -89,10 +89,11 @@ func (a endpointAllowList) check(metadata map[string]string) error {
 // environment) are its operator's, and --allowed-endpoints is the
 // operator's word on where they may go: it takes the place the
 // TriggerAuthentication has in KEDA, whose destinations alone the in-tree
-// scaler lets take a key or client secret outside the known clouds. The
-// scaler's workload identity is not widened by it: the in-tree scaler keeps
-// that to the configured known cloud's Cosmos DB hosts, or to the private
-// cloud this process's KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD names
+// scaler lets take a key or client secret outside the Cosmos DB DNS
+// suffixes of KEDA's Azure environments. The scaler's workload identity is
+// not widened by it: the in-tree scaler keeps that to the trigger's cloud's
+// Cosmos DB hosts (cloud: AzureStackCloud: this process's environment file,
+// AZURE_ENVIRONMENT_FILEPATH) and never uses it with cloud: Private
 // (TestCallerCannotSendTheScalersWorkloadIdentity).
 func (a endpointAllowList) adopt(metadata, authParams map[string]string) error {
 	if err := a.check(metadata); err != nil {

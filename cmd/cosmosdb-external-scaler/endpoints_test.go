@@ -20,17 +20,17 @@ func TestEndpointAllowList(t *testing.T) {
 		t.Fatal(err)
 	}
 	for host, want := range map[string]bool{
-		"shop.documents.azure.com":                true,
-		"SHOP-westeurope.Documents.Azure.com.":    true,
-		"shop.privatelink.documents.azure.com":    true,
-		"abc.z12.sql.cosmos.fabric.microsoft.com": true,
-		"shop.documents.azure.cn":                 true,
-		"localhost":                               true,
-		"127.0.0.1":                               true,
-		"documents.azure.com":                     false, // not under the domain
-		"shop.documents.azure.com.evil.example":   false,
-		"evildocuments.azure.com":                 false,
-		"evil.example.net":                        false,
+		"shop.documents.azure.com":                 true,
+		"SHOP-westeurope.Documents.Azure.com.":     true,
+		"shop.privatelink.documents.azure.com":     true,
+		"abc.z12.sql.cosmos.fabric.microsoft.com":  true,
+		"shop.documents.azure.cn":                  true,
+		"localhost":                                true,
+		"127.0.0.1":                                true,
+		"documents.azure.com":                      false, // not under the domain
+		"shop.documents.azure.com.outside.example": false,
+		"otherdocuments.azure.com":                 false,
+		"outside.example.net":                      false,
 	} {
 		if got := defaults.allows(host); got != want {
 			t.Errorf("allows(%q) = %v, want %v", host, got, want)
@@ -58,7 +58,7 @@ func TestForeignEndpointGetsNoCredential(t *testing.T) {
 	f := newFixture(t)
 	f.env["COSMOS_KEY"] = "c2VjcmV0LWtleS1mb3ItdGVzdHM="
 	ctx := testContext(t)
-	for _, endpoint := range []string{"https://evil.example.net/", "https://shop.documents.azure.com.evil.example/"} {
+	for _, endpoint := range []string{"https://outside.example.net/", "https://shop.documents.azure.com.outside.example/"} {
 		for _, param := range []string{"endpoint", "leaseEndpoint"} {
 			md := metadata("connectionFromScalerEnv", "", "cosmosDBKeyFromScalerEnv", "COSMOS_KEY", "endpoint", "https://shop.documents.azure.com/", param, endpoint)
 			if param == "leaseEndpoint" {
@@ -68,7 +68,7 @@ func TestForeignEndpointGetsNoCredential(t *testing.T) {
 			assertStatus(t, err, codes.InvalidArgument, []string{param, "--allowed-endpoints"}, "c2VjcmV0")
 		}
 	}
-	_, err := f.client.GetMetricSpec(ctx, ref(metadata("cloud", "Private", "endpoint", "https://evil.example.net/")))
+	_, err := f.client.GetMetricSpec(ctx, ref(metadata("cloud", "Private", "endpoint", "https://outside.example.net/")))
 	assertStatus(t, err, codes.InvalidArgument, []string{"cloud: Private", "--allowed-endpoints"})
 	if n := f.created.Load(); n != 0 {
 		t.Errorf("%d scalers were built for refused endpoints", n)
@@ -94,9 +94,9 @@ func TestCallerCannotRedirectTheScalersCredentials(t *testing.T) {
 		extra []string
 		want  string
 	}{
-		{"authority of the caller's", []string{"cosmosDBResourceURL", "https://cosmos.gw.internal/", "activeDirectoryEndpoint", "https://evil.example.net/"}, "activeDirectoryEndpoint"},
+		{"authority of the caller's", []string{"cosmosDBResourceURL", "https://cosmos.gw.internal/", "activeDirectoryEndpoint", "https://outside.example.net/"}, "activeDirectoryEndpoint"},
 		{"token for Resource Manager", []string{"cosmosDBResourceURL", "https://management.azure.com/", "activeDirectoryEndpoint", "https://login.gw.internal/"}, "cosmosDBResourceURL"},
-		{"token for the caller's host", []string{"cosmosDBResourceURL", "https://evil.example.net", "activeDirectoryEndpoint", "https://login.gw.internal/"}, "cosmosDBResourceURL"},
+		{"token for the caller's host", []string{"cosmosDBResourceURL", "https://outside.example.net", "activeDirectoryEndpoint", "https://login.gw.internal/"}, "cosmosDBResourceURL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.client.GetMetricSpec(ctx, ref(metadata(append(slices.Clone(sp), tc.extra...)...)))
@@ -121,10 +121,11 @@ func TestCallerCannotRedirectTheScalersCredentials(t *testing.T) {
 // azure-workload, and any podIdentityId the caller names among the
 // identities federated with the scaler's service account) is its
 // operator's, as KEDA's is in-tree: --allowed-endpoints, however broad,
-// does not lend it to a private cloud, the scaler's own
-// KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD does; on a known cloud it goes only to
-// that cloud's Cosmos DB hosts. The recording hosts (HTTPS and plain HTTP,
-// both listed) see no request, and no scaler is built.
+// does not lend it to cloud: Private; a private cloud is cloud:
+// AzureStackCloud with the scaler's own environment file
+// (AZURE_ENVIRONMENT_FILEPATH); on a known cloud it goes only to that
+// cloud's Cosmos DB hosts. The recording hosts (HTTPS and plain HTTP, both
+// listed) see no request, and no scaler is built for a refused trigger.
 func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
@@ -132,13 +133,13 @@ func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, r.Method+" "+r.URL.Path+" authorization="+strconv.FormatBool(r.Header.Get("Authorization") != ""))
 		mu.Unlock()
-		http.Error(w, "foreign host", http.StatusUnauthorized)
+		http.Error(w, "recording host", http.StatusUnauthorized)
 	})
-	foreign, plain := httptest.NewTLSServer(recorder), httptest.NewServer(recorder)
-	t.Cleanup(foreign.Close)
+	outside, plain := httptest.NewTLSServer(recorder), httptest.NewServer(recorder)
+	t.Cleanup(outside.Close)
 	t.Cleanup(plain.Close)
 	broad := func(o *serverOptions) {
-		o.allowedEndpoints, _ = parseEndpointAllowList("collector.attacker.example,victim-internal-api,127.0.0.1,*.documents.azure.com,*.documents.azure.us,*.cosmos.private.example,cosmos.private.example", true)
+		o.allowedEndpoints, _ = parseEndpointAllowList("listed.outside.example,listed-audience,127.0.0.1,*.documents.azure.com,*.documents.azure.us,*.cosmos.private.example,cosmos.private.example", true)
 	}
 	f := newFixture(t, broad)
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -148,7 +149,11 @@ func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
 	t.Setenv("AZURE_CLIENT_ID", "external-scaler")
 	t.Setenv("AZURE_TENANT_ID", "tenant-wi")
 	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
-	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "")
+	environmentFile := filepath.Join(t.TempDir(), "environment.json")
+	if err := os.WriteFile(environmentFile, []byte(`{"name": "AzureStackCloud", "cosmosDBDNSSuffix": "cosmos.private.example", "resourceIdentifiers": {"cosmosDB": "https://cosmos.private.example"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_ENVIRONMENT_FILEPATH", environmentFile)
 	ctx := testContext(t)
 	workload := []string{"connectionFromScalerEnv", "", "podIdentityProvider", "azure-workload"}
 	refused := func(t *testing.T, want []string, extra ...string) {
@@ -159,30 +164,28 @@ func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
 			assertStatus(t, err, codes.InvalidArgument, want)
 		}
 	}
-	t.Run("private cloud and an api:// audience, all listed", func(t *testing.T) {
-		refused(t, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", "https://collector.attacker.example/", "cloud", "Private", "cosmosDBResourceURL", "api://victim-internal-api")
+	const privateErr = "cloud: Private is not used with podIdentity azure-workload"
+	t.Run("cloud: Private and an api:// audience, all listed", func(t *testing.T) {
+		refused(t, []string{privateErr}, "endpoint", "https://listed.outside.example/", "cloud", "Private", "cosmosDBResourceURL", "api://listed-audience")
 	})
-	t.Run("private cloud at the recording host", func(t *testing.T) {
-		refused(t, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", foreign.URL, "cloud", "Private", "cosmosDBResourceURL", foreign.URL)
+	t.Run("cloud: Private at the recording host", func(t *testing.T) {
+		refused(t, []string{privateErr}, "endpoint", outside.URL, "cloud", "Private", "cosmosDBResourceURL", outside.URL)
 	})
 	t.Run("public cloud, the recording host over https and over http", func(t *testing.T) {
-		refused(t, []string{"endpoint", "KEDA's workload identity is only sent over https to hosts under the public cloud's Cosmos DB domains"}, "endpoint", foreign.URL)
-		refused(t, []string{"endpoint", "KEDA's workload identity is only sent over https"}, "endpoint", plain.URL)
+		refused(t, []string{"endpoint: workload identity tokens are only sent to hosts under documents.azure.com"}, "endpoint", outside.URL)
+		refused(t, []string{"endpoint: an account key or token is only sent over https"}, "endpoint", plain.URL)
 	})
 	t.Run("public cloud, another cloud's listed account", func(t *testing.T) {
-		refused(t, []string{"endpoint", "public cloud's Cosmos DB domains"}, "endpoint", "https://shop.documents.azure.us/")
+		refused(t, []string{"endpoint: workload identity tokens are only sent to hosts under documents.azure.com"}, "endpoint", "https://shop.documents.azure.us/")
 	})
-	t.Run("the scaler's setting allows its private cloud, and only its audience", func(t *testing.T) {
-		t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
-		refused(t, []string{"cosmosDBResourceURL", "KEDA's workload identity requests tokens only for https://cosmos.private.example"},
-			"endpoint", "https://shop.cosmos.private.example/", "cloud", "Private", "cosmosDBResourceURL", "api://victim-internal-api")
-		refused(t, []string{"endpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}, "endpoint", "https://collector.attacker.example/", "cloud", "Private")
+	t.Run("the scaler's environment file is its private cloud, and only its suffix", func(t *testing.T) {
+		refused(t, []string{"endpoint: workload identity tokens are only sent to hosts under cosmos.private.example"}, "endpoint", "https://listed.outside.example/", "cloud", "AzureStackCloud")
 		if n := f.created.Load(); n != 0 {
 			t.Fatalf("%d scalers were built for refused identities", n)
 		}
-		md := metadata(append(slices.Clone(workload), "endpoint", "https://shop.cosmos.private.example/", "cloud", "Private")...)
+		md := metadata(append(slices.Clone(workload), "endpoint", "https://shop.cosmos.private.example/", "cloud", "AzureStackCloud")...)
 		if _, err := f.client.GetMetricSpec(ctx, ref(md)); err != nil {
-			t.Fatalf("the operator's private cloud refused: %v", err)
+			t.Fatalf("the environment file's private cloud refused: %v", err)
 		}
 	})
 	mu.Lock()
@@ -191,6 +194,6 @@ func TestCallerCannotSendTheScalersWorkloadIdentity(t *testing.T) {
 		t.Fatalf("the recording hosts saw %v", seen)
 	}
 	if n := f.created.Load(); n != 1 {
-		t.Fatalf("%d scalers built, want 1 (the operator's private cloud)", n)
+		t.Fatalf("%d scalers built, want 1 (the environment file's private cloud)", n)
 	}
 }

@@ -73,7 +73,7 @@ func (m *azureCosmosDBMetadata) Validate() error {
 		errs = append(errs, fmt.Errorf("activationChangeFeedLagThreshold (%d) must be less than changeFeedLagThreshold (%d)", m.ActivationChangeFeedLagThreshold, m.ChangeFeedLagThreshold))
 	}
 	if _, err := azure.EnvironmentFromName(m.Cloud); err != nil && m.Cloud != "" && !strings.EqualFold(m.Cloud, azure.PrivateCloud) {
-		errs = append(errs, errors.New("cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud or Private"))
+		errs = append(errs, fmt.Errorf("cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud, AzureStackCloud (with the KEDA operator's environment file, %s) or Private", azure.EnvironmentFilepathName))
 	}
 	return errors.Join(errs...)
 }
@@ -112,10 +112,7 @@ func newAzureCosmosDBScaler(config *scalersconfig.ScalerConfig, transport policy
 		return nil, fmt.Errorf("error parsing azure-cosmosdb metadata: %w", err)
 	}
 	meta.TriggerIndex, meta.PodIdentity = config.TriggerIndex, config.PodIdentity
-	meta.TriggerAuthentication = map[string]bool{}
-	for name, value := range config.AuthParams {
-		meta.TriggerAuthentication[name] = strings.TrimSpace(value) != "" // as KEDA's typed config reads it
-	}
+	meta.AuthParams = config.AuthParams
 	logger := InitializeLogger(config, "azure_cosmosdb_scaler")
 	warnAboutPlainCosmosDBSecrets(config, logger)
 	data, leases, err := azure.ResolveCosmosDBConnections(meta.CosmosDBAuth, transport, logger)

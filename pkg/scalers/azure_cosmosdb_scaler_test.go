@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -499,17 +498,16 @@ func TestCosmosDBMetadata(t *testing.T) {
 		{name: "cloud azurechinacloud (case-insensitive)", metadata: map[string]string{"cloud": "azurechinacloud"}, wantTarget: 100},
 		{name: "cloud AzureGermanCloud", metadata: map[string]string{"cloud": "AzureGermanCloud"}, wantTarget: 100},
 		{name: "cloud unknown", metadata: map[string]string{"cloud": "Mars"},
-			wantErr: "cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud or Private"},
+			wantErr: "cloud must be one of AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud, AzureGermanCloud, AzureStackCloud (with the KEDA operator's environment file, AZURE_ENVIRONMENT_FILEPATH) or Private"},
 		{name: "cloud Private with bearer token and cosmosDBResourceURL", wantTarget: 100,
 			auth: withParams(servicePrincipal, "cloud", "Private", "cosmosDBResourceURL", "https://cosmos.private.example", "activeDirectoryEndpoint", "https://login.private.example/")},
 		{name: "cloud Private in metadata refused for the TriggerAuthentication's service principal", auth: servicePrincipal,
 			metadata: map[string]string{"cloud": "Private", "cosmosDBResourceURL": "https://cosmos.private.example", "activeDirectoryEndpoint": "https://login.private.example/"},
-			wantErr:  "cosmosDBResourceURL: given in trigger metadata, it may not send the TriggerAuthentication's token outside the known clouds; move cosmosDBResourceURL (and cloud: Private) into the TriggerAuthentication"},
+			wantErr:  "cloud: Private with the TriggerAuthentication's service principal needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication"},
 		{name: "the TriggerAuthentication's cloud wins over metadata", wantTarget: 100, metadata: map[string]string{"cloud": "Mars"},
 			auth: withParams(servicePrincipal, "cloud", "AzurePublicCloud")},
-		{name: "cloud Private with bearer token requires cosmosDBResourceURL", auth: servicePrincipal,
-			metadata: map[string]string{"cloud": "private", "activeDirectoryEndpoint": "https://login.private.example/"},
-			wantErr:  "cosmosDBResourceURL must be provided for Private cloud type"},
+		{name: "cloud Private with bearer token requires cosmosDBResourceURL", auth: withParams(servicePrincipal, "cloud", "private", "activeDirectoryEndpoint", "https://login.private.example/"),
+			wantErr: "cloud: Private with the TriggerAuthentication's service principal needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint"},
 		{name: "metricType Value", metricType: v2.ValueMetricType, wantTarget: 100},
 		{name: "metricType Utilization refused", metricType: v2.UtilizationMetricType, wantErr: "'Utilization' metric type is unsupported"},
 		{name: "service principal", auth: servicePrincipal, wantTarget: 100},
@@ -1017,7 +1015,7 @@ func withParams(params map[string]string, pairs ...string) map[string]string {
 	return out
 }
 
-// testCosmosDBRecorder is a foreign host: it records whether each request
+// testCosmosDBRecorder is a host outside every Cosmos DB DNS suffix: it records whether each request
 // carried an Authorization header and answers 401.
 type testCosmosDBRecorder struct {
 	mu   sync.Mutex
@@ -1028,7 +1026,7 @@ func (r *testCosmosDBRecorder) ServeHTTP(w http.ResponseWriter, req *http.Reques
 	r.mu.Lock()
 	r.seen = append(r.seen, fmt.Sprintf("%s %s authorization=%t", req.Method, req.URL.Path, req.Header.Get("Authorization") != ""))
 	r.mu.Unlock()
-	http.Error(w, "foreign host", http.StatusUnauthorized)
+	http.Error(w, "recording host", http.StatusUnauthorized)
 }
 
 func (r *testCosmosDBRecorder) reset() {
@@ -1043,23 +1041,20 @@ func (r *testCosmosDBRecorder) requests() []string {
 	return append([]string(nil), r.seen...)
 }
 
-// The ways a trigger could send a key or KEDA's workload identity token to
-// a host of its choosing, each against a recording foreign host, over HTTPS
-// and plain HTTP: the scaler is refused when it is built, and the host sees
-// no request (a poll of a wrongly built scaler would reach it, as the last
-// case, a connection string to it, shows).
-func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
+// Each rule of where a key or token may go, through the scaler's
+// constructor, against a recording host over HTTPS and plain HTTP: a refused
+// trigger fails when the scaler is built and the host sees no request (a
+// poll of a wrongly built scaler would reach it, as the last case, a
+// connection string to it, shows).
+func TestCosmosDBCredentialDestinationsThroughTheScaler(t *testing.T) {
 	recorder := &testCosmosDBRecorder{}
-	foreign := httptest.NewTLSServer(recorder)
-	t.Cleanup(foreign.Close)
+	outside := httptest.NewTLSServer(recorder)
+	t.Cleanup(outside.Close)
 	plain := httptest.NewServer(recorder)
 	t.Cleanup(plain.Close)
-	tokenFile := t.TempDir() + "/token"
-	require.NoError(t, os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600))
 	t.Setenv("AZURE_CLIENT_ID", "keda-operator")
 	t.Setenv("AZURE_TENANT_ID", "tenant-wi")
-	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
-	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "")
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", t.TempDir()+"/token")
 	workload := v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
 	other := "other-identity"
 	tests := []struct {
@@ -1069,27 +1064,30 @@ func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
 		identity v1alpha1.AuthPodIdentity
 		wantErr  string
 	}{
-		{name: "workload identity, private cloud and an api:// audience in a TriggerAuthentication", identity: workload,
-			auth:    map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"},
-			wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
-		{name: "another identity federated with KEDA's service account", identity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload, IdentityID: &other},
-			auth:    map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "https://api.applicationinsights.io"},
-			wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
-		{name: "workload identity, private cloud in trigger metadata", identity: workload,
-			metadata: map[string]string{"endpoint": foreign.URL, "cloud": "Private", "cosmosDBResourceURL": "https://app.vssps.visualstudio.com"},
-			wantErr:  "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
-		{name: "workload identity, foreign endpoint on the public cloud", identity: workload, auth: map[string]string{"endpoint": foreign.URL},
-			wantErr: "endpoint: KEDA's workload identity is only sent over https to hosts under the public cloud's Cosmos DB domains"},
-		{name: "workload identity over plain http to loopback", identity: workload, auth: map[string]string{"endpoint": plain.URL},
-			wantErr: "endpoint: KEDA's workload identity is only sent over https"},
-		{name: "account key over plain http to loopback", auth: map[string]string{"endpoint": plain.URL, "cosmosDBKey": testCosmosDBAccountKey},
+		{name: "workload identity refuses cloud: Private from a TriggerAuthentication", identity: workload,
+			auth:    map[string]string{"endpoint": outside.URL, "cloud": "Private", "cosmosDBResourceURL": "api://audience-from-trigger-authentication"},
+			wantErr: "cloud: Private is not used with podIdentity azure-workload"},
+		{name: "workload identity named by identityId refuses cloud: Private", identity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload, IdentityID: &other},
+			auth:    map[string]string{"endpoint": outside.URL, "cloud": "Private", "cosmosDBResourceURL": "https://audience-from-trigger-authentication.example"},
+			wantErr: "cloud: Private is not used with podIdentity azure-workload"},
+		{name: "workload identity refuses cloud: Private from trigger metadata", identity: workload,
+			metadata: map[string]string{"endpoint": outside.URL, "cloud": "Private", "cosmosDBResourceURL": "api://audience-from-trigger-metadata"},
+			wantErr:  "cloud: Private is not used with podIdentity azure-workload"},
+		{name: "workload identity refuses an endpoint outside the cloud's Cosmos DB DNS suffix", identity: workload, auth: map[string]string{"endpoint": outside.URL},
+			wantErr: "endpoint: workload identity tokens are only sent to hosts under documents.azure.com"},
+		{name: "workload identity refuses plain http", identity: workload, auth: map[string]string{"endpoint": plain.URL},
 			wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "connection string over plain http to loopback", auth: map[string]string{"connection": "AccountEndpoint=" + plain.URL + "/;AccountKey=" + testCosmosDBAccountKey},
+		{name: "account key refuses plain http", auth: map[string]string{"endpoint": plain.URL, "cosmosDBKey": testCosmosDBAccountKey},
+			wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "connection string refuses plain http", auth: map[string]string{"connection": "AccountEndpoint=" + plain.URL + "/;AccountKey=" + testCosmosDBAccountKey},
 			wantErr: "connection: an account key or token is only sent over https"},
-		{name: "service principal over plain http to loopback", auth: map[string]string{"endpoint": plain.URL, "tenantId": "t", "clientId": "c", "clientSecret": testCosmosDBSecret},
+		{name: "service principal refuses plain http", auth: map[string]string{"endpoint": plain.URL, "tenantId": "t", "clientId": "c", "clientSecret": testCosmosDBSecret},
 			wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "a TriggerAuthentication's key, foreign endpoint in metadata", auth: map[string]string{"cosmosDBKey": testCosmosDBAccountKey, "cloud": "Private"},
-			metadata: map[string]string{"endpoint": "https://cosmos.attacker.example/"}, wantErr: "endpoint: given in trigger metadata"},
+		{name: "a TriggerAuthentication's key refuses an endpoint from trigger metadata outside the suffixes", auth: map[string]string{"cosmosDBKey": testCosmosDBAccountKey},
+			metadata: map[string]string{"endpoint": outside.URL}, wantErr: "endpoint: given in trigger metadata"},
+		{name: "a TriggerAuthentication's service principal refuses an endpoint from trigger metadata outside the suffixes",
+			auth:     map[string]string{"tenantId": "t", "clientId": "c", "clientSecret": testCosmosDBSecret},
+			metadata: map[string]string{"endpoint": outside.URL}, wantErr: "endpoint: given in trigger metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1099,18 +1097,18 @@ func TestCosmosDBCredentialsNeverReachAForeignHost(t *testing.T) {
 			scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
 			if err == nil {
 				_, _, pollErr := scaler.GetMetricsAndActivity(context.Background(), "s0-metric")
-				t.Fatalf("scaler built (poll: %v); the foreign host saw %v", pollErr, recorder.requests())
+				t.Fatalf("scaler built (poll: %v); the recording host saw %v", pollErr, recorder.requests())
 			}
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), testCosmosDBAccountKey)
 			assert.NotContains(t, err.Error(), testCosmosDBSecret)
-			assert.Empty(t, recorder.requests(), "the foreign host saw requests")
+			assert.Empty(t, recorder.requests(), "the recording host saw requests")
 		})
 	}
 	t.Run("the recorder is reachable: a connection string to it is sent a signed request", func(t *testing.T) {
 		recorder.reset()
 		config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(nil), GlobalHTTPTimeout: 5 * time.Second,
-			AuthParams: map[string]string{"connection": "AccountEndpoint=" + foreign.URL + "/;AccountKey=" + testCosmosDBAccountKey}}
+			AuthParams: map[string]string{"connection": "AccountEndpoint=" + outside.URL + "/;AccountKey=" + testCosmosDBAccountKey}}
 		scaler, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config))
 		require.NoError(t, err)
 		_, _, err = scaler.GetMetricsAndActivity(context.Background(), "s0-metric")

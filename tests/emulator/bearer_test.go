@@ -109,25 +109,25 @@ func TestWorkloadIdentity(t *testing.T) {
 	}
 }
 
-// A private cloud with workload identity is the KEDA operator's to allow:
-// KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD names its domains, the audience
-// (cosmosDBResourceURL may be left out) and the authority, which the token
-// comes from instead of AZURE_AUTHORITY_HOST.
+// A private cloud with workload identity is the KEDA operator's: cloud:
+// AzureStackCloud reads its environment file (AZURE_ENVIRONMENT_FILEPATH),
+// whose resourceIdentifiers.cosmosDB is the audience; the token comes from
+// the webhook's AZURE_AUTHORITY_HOST, as for every KEDA workload identity.
 func TestWorkloadIdentityPrivateCloud(t *testing.T) {
 	const resource = "https://cosmos.private.example"
 	env := newBearerEnv(t, "wi.cosmos.private.example", resource+"/.default")
 	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
-	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience="+resource+";authority=https://login.private.example/")
+	setAzureStackEnvironment(t, "cosmos.private.example", resource)
 
-	config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "Private"})
+	config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "AzureStackCloud"})
 	config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 	s := newScaler(t, config)
 	if metric, _ := poll(t, s); metric != 12 {
 		t.Fatalf("metric %d, want 12", metric)
 	}
 	grants := tokenIssuer.Grants()
-	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" || last.Host != "login.private.example" {
-		t.Fatalf("grant %+v, want a federated assertion for workload-client from login.private.example", last)
+	if last := grants[len(grants)-1]; last.Credential != "assertion" || last.ClientID != "workload-client" || last.Scope != resource+"/.default" {
+		t.Fatalf("grant %+v, want a federated assertion for workload-client for %s/.default", last, resource)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,16 +17,17 @@ import (
 	"github.com/kedacore/keda/v2/pkg/scalers/scalersconfig"
 )
 
-// A credential only goes to the endpoint it belongs to: the scaler refuses
-// at construction, naming the parameter, before any request. Foreign hosts
-// are served through the tests' CONNECT proxy (routeHost) by a recorder
-// that keeps every request it gets; Cosmos DB names are routed to the
-// embedded server the same way, so allowed cases run end to end.
+// Where a key or token may go (pkg/scalers/azure/azure_cosmosdb_endpoint.go):
+// a refused trigger fails at construction, naming the parameter, before any
+// request. Hosts outside every Cosmos DB DNS suffix are served through the
+// tests' CONNECT proxy (routeHost) by a recorder that keeps every request it
+// gets; Cosmos DB names are routed to the embedded server the same way, so
+// allowed cases run end to end.
 
 // cosmosEmulatorKey is the Cosmos DB Emulator's published key.
 const cosmosEmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
-// recorder is a foreign host: it records every request and whether it
+// recorder is a host outside every Cosmos DB DNS suffix: it records every request and whether it
 // carried an Authorization header, and answers 401.
 type recorder struct {
 	mu   sync.Mutex
@@ -35,7 +38,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.seen = append(r.seen, req.Method+" "+req.Host+req.URL.Path+" authorization="+boolString(req.Header.Get("Authorization") != ""))
 	r.mu.Unlock()
-	http.Error(w, "foreign host", http.StatusUnauthorized)
+	http.Error(w, "recording host", http.StatusUnauthorized)
 }
 
 func (r *recorder) requests() []string {
@@ -51,11 +54,11 @@ func boolString(b bool) string {
 	return "no"
 }
 
-// foreignHosts routes the foreign names the refused cases use to one recorder.
-func foreignHosts(t *testing.T) *recorder {
+// outsideHosts routes the names outside the suffixes that the refused cases use to one recorder.
+func outsideHosts(t *testing.T) *recorder {
 	t.Helper()
 	rec := &recorder{}
-	for _, host := range []string{"evil.example.net", "shop.documents.azure.com.evil.example"} {
+	for _, host := range []string{"outside.example.net", "shop.documents.azure.com.outside.example"} {
 		routeHost(t, host, rec)
 	}
 	return rec
@@ -64,20 +67,20 @@ func foreignHosts(t *testing.T) *recorder {
 // The recorder is reachable by the scaler's own transport through the
 // proxy: a connection string to it (allowed: the secret's owner chose the
 // host) makes the scaler send it a signed request, which is recorded. So
-// "the foreign host saw no request" below means the scaler sent none.
-func TestForeignEndpointRecorderIsReachable(t *testing.T) {
-	rec := foreignHosts(t)
-	s := newScaler(t, scalerConfig(baseMetadata(), map[string]string{"connection": "AccountEndpoint=https://evil.example.net/;AccountKey=" + canaryKey}))
+// "the recording host saw no request" below means the scaler sent none.
+func TestOutsideHostRecorderIsReachable(t *testing.T) {
+	rec := outsideHosts(t)
+	s := newScaler(t, scalerConfig(baseMetadata(), map[string]string{"connection": "AccountEndpoint=https://outside.example.net/;AccountKey=" + canaryKey}))
 	pollError(t, s)
 	got := rec.requests()
-	if len(got) == 0 || !strings.HasPrefix(got[0], "GET evil.example.net/dbs/appdb authorization=yes") {
+	if len(got) == 0 || !strings.HasPrefix(got[0], "GET outside.example.net/dbs/appdb authorization=yes") {
 		t.Fatalf("recorded %v, want the scaler's signed database read", got)
 	}
 }
 
-func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
+func TestCredentialDestinationsRefused(t *testing.T) {
 	env := newCosmosEnv(t, 1, dotNetV0) // a real account for the parts that are allowed
-	const foreign = "https://evil.example.net/"
+	const outside = "https://outside.example.net/"
 	const resource = "https://cosmos.private.example"
 	for _, tc := range []struct {
 		name     string
@@ -86,60 +89,51 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 		workload bool
 		want     []string // the error names these
 	}{
-		{"account key, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign, "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.com"}},
-		{"account key, foreign endpoint with port and upper case", env.metadata(), map[string]string{"endpoint": "https://EVIL.example.net:443/", "cosmosDBKey": canaryKey}, false, []string{"endpoint"}},
-		{"account key, Cosmos DB name as a label of a foreign host", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.com.evil.example/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "documents.azure.com"}},
-		{"account key, plain http to a foreign host", env.metadata(), map[string]string{"endpoint": "http://evil.example.net/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
-		{"account key, plain http to a Cosmos DB name", env.metadata(), map[string]string{"endpoint": "http://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
-		{"lease key, foreign leaseEndpoint", env.metadata(), map[string]string{"connection": env.server.ConnectionString(), "leaseEndpoint": foreign, "leaseCosmosDBKey": canaryKey}, false, []string{"leaseEndpoint"}},
-		{"service principal, foreign endpoint", env.metadata(), servicePrincipal("endpoint", foreign), false, []string{"endpoint", "documents.azure.com"}},
-		{"service principal, foreign leaseEndpoint", env.metadata(), servicePrincipal("connection", env.server.ConnectionString(), "leaseEndpoint", foreign), false, []string{"leaseEndpoint"}},
-		{"workload identity, foreign endpoint", env.metadata(), map[string]string{"endpoint": foreign}, true, []string{"endpoint", "documents.azure.com"}},
+		// A TriggerAuthentication's key or service principal: outside the Cosmos DB DNS suffixes of KEDA's
+		// Azure environments only to an endpoint the TriggerAuthentication gives.
+		{"TriggerAuthentication key, endpoint from metadata outside the suffixes", env.metadata("endpoint", outside), map[string]string{"cosmosDBKey": canaryKey}, false,
+			[]string{"endpoint: given in trigger metadata", "give endpoint in the TriggerAuthentication"}},
+		{"TriggerAuthentication key, endpoint from metadata with port and upper case", env.metadata("endpoint", "https://OUTSIDE.example.net:443/"), map[string]string{"cosmosDBKey": canaryKey}, false, []string{"endpoint"}},
+		{"TriggerAuthentication key, a Cosmos DB name as labels of another host", env.metadata("endpoint", "https://shop.documents.azure.com.outside.example/"), map[string]string{"cosmosDBKey": canaryKey}, false,
+			[]string{"endpoint", "documents.azure.com"}},
+		{"TriggerAuthentication lease key, leaseEndpoint from metadata", env.metadata("leaseEndpoint", outside),
+			map[string]string{"connection": env.server.ConnectionString(), "leaseCosmosDBKey": canaryKey}, false, []string{"leaseEndpoint: given in trigger metadata"}},
+		{"TriggerAuthentication service principal, endpoint from metadata", env.metadata("endpoint", outside), servicePrincipal(), false, []string{"endpoint: given in trigger metadata"}},
+		{"TriggerAuthentication service principal, leaseEndpoint from metadata", env.metadata("leaseEndpoint", outside), servicePrincipal("connection", env.server.ConnectionString()), false,
+			[]string{"leaseEndpoint: given in trigger metadata"}},
+		{"TriggerAuthentication service principal, cloud: Private and activeDirectoryEndpoint from metadata", env.metadata("cloud", "Private", "activeDirectoryEndpoint", outside),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cosmosDBResourceURL", resource), false,
+			[]string{"cloud: Private with the TriggerAuthentication's service principal needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication"}},
+		{"TriggerAuthentication service principal and cloud: Private, activeDirectoryEndpoint from metadata", env.metadata("activeDirectoryEndpoint", outside),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "cosmosDBResourceURL", resource), false,
+			[]string{"cloud: Private with the TriggerAuthentication's service principal needs"}},
+		{"TriggerAuthentication service principal and cloud: Private, cosmosDBResourceURL from metadata", env.metadata("cosmosDBResourceURL", "https://management.azure.com/"),
+			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()), false,
+			[]string{"cloud: Private with the TriggerAuthentication's service principal needs"}},
 		// No key or token over plain HTTP, loopback included: the account
 		// (env.server, on loopback) records every request it gets.
+		{"account key over plain http to another host", env.metadata(), map[string]string{"endpoint": "http://outside.example.net/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
+		{"account key over plain http to a Cosmos DB name", env.metadata(), map[string]string{"endpoint": "http://shop.documents.azure.com/", "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
 		{"account key over plain http to loopback", env.metadata(), map[string]string{"endpoint": env.server.URL(), "cosmosDBKey": canaryKey}, false, []string{"endpoint", "https"}},
 		{"connection string over plain http to loopback", env.metadata(), map[string]string{"connection": "AccountEndpoint=" + env.server.URL() + ";AccountKey=" + canaryKey}, false, []string{"connection", "https"}},
 		{"service principal over plain http to loopback", env.metadata(), servicePrincipal("endpoint", env.server.URL()), false, []string{"endpoint", "https"}},
 		{"workload identity over plain http to loopback", env.metadata(), map[string]string{"endpoint": env.server.URL()}, true, []string{"endpoint", "https"}},
-		// KEDA's workload identity is the operator's (issue AB): a
-		// TriggerAuthentication may not send it, or ask a token of it for
-		// another audience, outside the configured known cloud.
-		{"workload identity, foreign endpoint, cloud: Private and an api:// audience in the TriggerAuthentication", env.metadata(),
-			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"}, true, []string{"cloud: Private", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"workload identity, Application Insights audience", env.metadata(),
-			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://api.applicationinsights.io"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"workload identity, Azure DevOps audience", env.metadata(),
-			map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://app.vssps.visualstudio.com"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"Private cloud with the public resource and workload identity", env.metadata(), map[string]string{"endpoint": foreign, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.com/"}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"workload identity, another cloud's account", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.us/"}, true, []string{"endpoint", "public cloud's Cosmos DB domains"}},
-		// Trigger metadata is the ScaledObject author's; a TriggerAuthentication's
-		// credentials and KEDA's workload identity are someone else's. A destination
-		// in metadata never takes them outside the known clouds (issue X).
-		{"account key; endpoint and cloud: Private in metadata", env.metadata("endpoint", foreign, "cloud", "Private"),
-			map[string]string{"cosmosDBKey": canaryKey}, false,
-			[]string{"endpoint: given in trigger metadata", "move endpoint (and cloud: Private) into the TriggerAuthentication"}},
-		{"account key and endpoint; cloud: Private in metadata", env.metadata("cloud", "Private"),
-			map[string]string{"endpoint": foreign, "cosmosDBKey": canaryKey}, false,
-			[]string{"cloud: Private given in trigger metadata", "move cloud into the TriggerAuthentication"}},
-		{"lease key; leaseEndpoint in metadata", env.metadata("leaseEndpoint", foreign),
-			map[string]string{"connection": env.server.ConnectionString(), "leaseCosmosDBKey": canaryKey, "cloud": "Private"}, false,
-			[]string{"leaseEndpoint: given in trigger metadata"}},
-		{"service principal; cloud: Private and activeDirectoryEndpoint in metadata", env.metadata("cloud", "Private", "activeDirectoryEndpoint", foreign),
-			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cosmosDBResourceURL", resource), false,
-			[]string{"cloud: Private given in trigger metadata"}},
-		{"service principal and cloud: Private; activeDirectoryEndpoint in metadata", env.metadata("activeDirectoryEndpoint", foreign),
-			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "cosmosDBResourceURL", resource), false,
-			[]string{"activeDirectoryEndpoint: given in trigger metadata", "client secret"}},
-		{"service principal; cosmosDBResourceURL of Resource Manager in metadata", env.metadata("cosmosDBResourceURL", "https://management.azure.com/"),
-			servicePrincipal("endpoint", "https://shop.documents.azure.com/", "cloud", "Private", "activeDirectoryEndpoint", tokenIssuer.URL()), false,
-			[]string{"cosmosDBResourceURL: given in trigger metadata"}},
-		{"workload identity; cloud: Private and cosmosDBResourceURL in metadata", env.metadata("cloud", "Private", "cosmosDBResourceURL", resource),
-			map[string]string{"endpoint": foreign}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"workload identity; endpoint, cloud: Private and cosmosDBResourceURL in metadata", env.metadata("endpoint", foreign, "cloud", "Private", "cosmosDBResourceURL", resource),
-			map[string]string{}, true, []string{"KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
+		// KEDA's workload identity: a cloud of KEDA's Azure environments and that cloud's Cosmos DB DNS suffix only.
+		{"workload identity, endpoint outside the cloud's suffix", env.metadata(), map[string]string{"endpoint": outside}, true, []string{"endpoint", "documents.azure.com"}},
+		{"workload identity, another cloud's account", env.metadata(), map[string]string{"endpoint": "https://shop.documents.azure.us/"}, true,
+			[]string{"endpoint: workload identity tokens are only sent to hosts under documents.azure.com"}},
+		{"workload identity, cloud: Private and an api:// audience from the TriggerAuthentication", env.metadata(),
+			map[string]string{"endpoint": outside, "cloud": "Private", "cosmosDBResourceURL": "api://audience-from-trigger-authentication"}, true,
+			[]string{"cloud: Private is not used with podIdentity azure-workload", "AzureStackCloud"}},
+		{"workload identity, cloud: Private with the public resource", env.metadata(), map[string]string{"endpoint": outside, "cloud": "Private", "cosmosDBResourceURL": "https://cosmos.azure.com/"}, true,
+			[]string{"cloud: Private is not used with podIdentity azure-workload"}},
+		{"workload identity, cloud: Private and cosmosDBResourceURL from metadata", env.metadata("cloud", "Private", "cosmosDBResourceURL", resource),
+			map[string]string{"endpoint": outside}, true, []string{"cloud: Private is not used with podIdentity azure-workload"}},
+		{"workload identity, endpoint, cloud: Private and cosmosDBResourceURL all from metadata", env.metadata("endpoint", outside, "cloud", "Private", "cosmosDBResourceURL", resource),
+			map[string]string{}, true, []string{"cloud: Private is not used with podIdentity azure-workload"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := foreignHosts(t)
+			rec := outsideHosts(t)
 			tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
 			config := scalerConfig(tc.metadata, tc.auth)
 			if tc.workload {
@@ -151,14 +145,14 @@ func TestCredentialsRefusedForForeignEndpoints(t *testing.T) {
 			if err == nil {
 				_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
 				_ = s.Close(context.Background())
-				t.Fatalf("scaler built (poll: %v); foreign host saw %v", pollErr, rec.requests())
+				t.Fatalf("scaler built (poll: %v); recording host saw %v", pollErr, rec.requests())
 			}
 			assertMentions(t, err, tc.want...)
 			if strings.Contains(err.Error(), canaryKey) || strings.Contains(err.Error(), canarySecret) {
 				t.Fatalf("error quotes a secret: %v", err)
 			}
 			if got := rec.requests(); len(got) != 0 {
-				t.Fatalf("the foreign host saw %v", got)
+				t.Fatalf("the recording host saw %v", got)
 			}
 			if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
 				t.Fatalf("%d token requests for a refused trigger", n)
@@ -298,13 +292,18 @@ func TestCredentialOwnersDirectPrivateClouds(t *testing.T) {
 			t.Fatalf("grant %+v, want one from login.private.example for %s/.default", last, resource)
 		}
 	})
-	t.Run("workload identity in a private cloud the operator allows", func(t *testing.T) {
+	t.Run("workload identity in the KEDA operator's private cloud: cloud: AzureStackCloud and its environment file", func(t *testing.T) {
 		env := routedEnv(t, "wi.cosmos.private.example", "wi.cosmos.private.example", cosmostest.WithTokenVerifier(tokenIssuer.Verifier(resource+"/.default")))
 		tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
-		t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience="+resource+";authority=https://login.private.example/")
-		config := scalerConfig(env.metadata(), map[string]string{"endpoint": "https://wi.cosmos.private.example/", "cloud": "Private", "cosmosDBResourceURL": resource})
+		setAzureStackEnvironment(t, "cosmos.private.example", resource)
+		config := scalerConfig(env.metadata("cloud", "AzureStackCloud", "cosmosDBResourceURL", "api://audience-from-trigger-metadata"),
+			map[string]string{"endpoint": "https://wi.cosmos.private.example/"})
 		config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload}
 		pollsSeven(t, env, config)
+		grants := tokenIssuer.Grants()
+		if last := grants[len(grants)-1]; last.Scope != resource+"/.default" {
+			t.Fatalf("grant %+v, want one for the environment file's audience %s/.default", last, resource)
+		}
 	})
 	t.Run("key from the workload's environment, private endpoint and cloud in metadata", func(t *testing.T) {
 		env := routedEnv(t, "env.cosmos.private.example", "env.cosmos.private.example")
@@ -314,31 +313,42 @@ func TestCredentialOwnersDirectPrivateClouds(t *testing.T) {
 	})
 }
 
-// With KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD set, KEDA's workload identity goes
-// to the operator's private domains and audience only, wherever the trigger
-// or its TriggerAuthentication points it: the foreign host sees nothing and
-// no token is requested.
+// setAzureStackEnvironment points the KEDA operator's AZURE_ENVIRONMENT_FILEPATH
+// at an environment whose Cosmos DB DNS suffix and audience are these.
+func setAzureStackEnvironment(t *testing.T, suffix, audience string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "environment.json")
+	content := fmt.Sprintf(`{"name": "AzureStackCloud", "cosmosDBDNSSuffix": %q, "activeDirectoryEndpoint": "https://login.private.example/", "resourceIdentifiers": {"cosmosDB": %q}}`, suffix, audience)
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_ENVIRONMENT_FILEPATH", file)
+}
+
+// With cloud: AzureStackCloud, KEDA's workload identity goes to the hosts
+// under the operator's environment file's Cosmos DB DNS suffix only, wherever
+// the trigger or its TriggerAuthentication points it: the recording host
+// sees nothing and no token is requested.
 func TestWorkloadIdentityStaysInTheOperatorsPrivateCloud(t *testing.T) {
-	const foreign = "https://evil.example.net/"
+	const outside = "https://outside.example.net/"
 	tokenIssuer.SetWorkloadIdentityEnv(t, testTenant, "workload-client")
-	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
+	setAzureStackEnvironment(t, "cosmos.private.example", "https://cosmos.private.example")
 	other := "other-identity"
+	const suffixErr = "workload identity tokens are only sent to hosts under cosmos.private.example"
 	for _, tc := range []struct {
 		name     string
 		metadata map[string]string
 		auth     map[string]string
 		want     []string
 	}{
-		{"foreign endpoint in the TriggerAuthentication", baseMetadata(), map[string]string{"endpoint": foreign, "cloud": "Private"}, []string{"endpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"foreign leaseEndpoint in metadata", baseMetadata("leaseEndpoint", foreign), map[string]string{"endpoint": "https://shop.cosmos.private.example/", "cloud": "Private"},
-			[]string{"leaseEndpoint", "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"}},
-		{"api:// audience for the operator's account", baseMetadata(), map[string]string{"endpoint": "https://shop.cosmos.private.example/", "cloud": "Private", "cosmosDBResourceURL": "api://victim-internal-api"},
-			[]string{"cosmosDBResourceURL"}},
-		{"a public account with the private audience", baseMetadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cloud": "Private"}, []string{"endpoint"}},
+		{"endpoint outside the file's suffix in the TriggerAuthentication", baseMetadata("cloud", "AzureStackCloud"), map[string]string{"endpoint": outside}, []string{"endpoint: " + suffixErr}},
+		{"leaseEndpoint outside the file's suffix in metadata", baseMetadata("leaseEndpoint", outside), map[string]string{"endpoint": "https://shop.cosmos.private.example/", "cloud": "AzureStackCloud"},
+			[]string{"leaseEndpoint: " + suffixErr}},
+		{"a public account with cloud: AzureStackCloud", baseMetadata(), map[string]string{"endpoint": "https://shop.documents.azure.com/", "cloud": "AzureStackCloud"}, []string{"endpoint: " + suffixErr}},
 	} {
 		for _, identity := range []*string{nil, &other} {
 			t.Run(fmt.Sprintf("%s, identityId %v", tc.name, identity != nil), func(t *testing.T) {
-				rec := foreignHosts(t)
+				rec := outsideHosts(t)
 				config := scalerConfig(tc.metadata, tc.auth)
 				config.PodIdentity = kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAzureWorkload, IdentityID: identity}
 				tokensBefore := tokenIssuer.TokenRequests()
@@ -346,11 +356,11 @@ func TestWorkloadIdentityStaysInTheOperatorsPrivateCloud(t *testing.T) {
 				if err == nil {
 					_, _, pollErr := s.GetMetricsAndActivity(context.Background(), "s0-metric")
 					_ = s.Close(context.Background())
-					t.Fatalf("scaler built (poll: %v); foreign host saw %v", pollErr, rec.requests())
+					t.Fatalf("scaler built (poll: %v); recording host saw %v", pollErr, rec.requests())
 				}
 				assertMentions(t, err, tc.want...)
 				if got := rec.requests(); len(got) != 0 {
-					t.Fatalf("the foreign host saw %v", got)
+					t.Fatalf("the recording host saw %v", got)
 				}
 				if n := tokenIssuer.TokenRequests() - tokensBefore; n != 0 {
 					t.Fatalf("%d token requests for a refused trigger", n)

@@ -37,10 +37,10 @@ type CosmosDBAuth struct {
 
 	// PodIdentity is the TriggerAuthentication's pod identity, not a parameter.
 	PodIdentity v1alpha1.AuthPodIdentity
-	// TriggerAuthentication holds the parameters the TriggerAuthentication
-	// sets (not a parameter): only they may send its credentials outside
-	// the known clouds (azure_cosmosdb_endpoint.go).
-	TriggerAuthentication map[string]bool
+	// AuthParams are KEDA's config.AuthParams as it hands them over (not a
+	// parameter): what the TriggerAuthentication gives, whose credentials
+	// go only where it says (azure_cosmosdb_endpoint.go).
+	AuthParams map[string]string
 }
 
 // CosmosDBSecret is a credential parameter; it never prints its value.
@@ -126,7 +126,7 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 		if err != nil {
 			return nil, err
 		}
-		if err := checkCosmosDBConnectionString(a.Endpoint, key, connectionParam); err != nil {
+		if err := checkCosmosDBDestination(auth, cosmosDBDestination{endpoint: a.Endpoint, endpointParam: connectionParam, key: key, connection: true}); err != nil {
 			return nil, err
 		}
 		return a, nil
@@ -144,7 +144,7 @@ func resolveCosmosDBConnection(auth CosmosDBAuth, connection CosmosDBSecret, end
 	if key == "" {
 		return a, nil // a token's destination is checked with its credential
 	}
-	if err := checkCosmosDBEndpoint(auth, a.Endpoint, string(key), endpointParam, auth.TriggerAuthentication[keyParam]); err != nil {
+	if err := checkCosmosDBDestination(auth, cosmosDBDestination{endpoint: a.Endpoint, endpointParam: endpointParam, keyParam: keyParam, key: string(key)}); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -205,8 +205,10 @@ func parseCosmosDBEndpoint(endpoint string) (*url.URL, error) {
 func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (cosmosDBTokenSource, error) {
 	switch auth.PodIdentity.Provider {
 	case v1alpha1.PodIdentityProviderAzureWorkload:
-		return newCosmosDBWorkloadCredential(auth, accounts, transport, logger)
 	case "", v1alpha1.PodIdentityProviderNone:
+		if err := checkCosmosDBServicePrincipal(auth); err != nil {
+			return cosmosDBTokenSource{}, err
+		}
 	default:
 		return cosmosDBTokenSource{}, fmt.Errorf("podIdentity provider %q is not supported; use azure-workload", cosmosDBExcerpt(string(auth.PodIdentity.Provider)))
 	}
@@ -215,10 +217,13 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 			if p != param {
 				continue
 			}
-			if err := checkCosmosDBEndpoint(auth, a.Endpoint, "", param, auth.tokenFromTriggerAuthentication()); err != nil {
+			if err := checkCosmosDBDestination(auth, cosmosDBDestination{endpoint: a.Endpoint, endpointParam: param}); err != nil {
 				return cosmosDBTokenSource{}, err
 			}
 		}
+	}
+	if auth.PodIdentity.Provider == v1alpha1.PodIdentityProviderAzureWorkload {
+		return newCosmosDBWorkloadCredential(auth, transport, logger)
 	}
 	settings := map[string]string{"cloud": auth.Cloud, "cosmosDBResourceURL": auth.CosmosDBResourceURL, DefaultActiveDirectoryEndpointKey: auth.ActiveDirectoryEndpoint}
 	resource, err := ParseEnvironmentProperty(settings, "cosmosDBResourceURL", func(env AzEnvironment) (string, error) {
@@ -230,21 +235,12 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 	if err := checkCosmosDBURL("cosmosDBResourceURL", resource); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
-	if err := checkCosmosDBTokenResource(auth); err != nil {
-		return cosmosDBTokenSource{}, err
-	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
-	if err := checkCosmosDBServicePrincipal(auth); err != nil {
-		return cosmosDBTokenSource{}, err
-	}
 	authority, err := ParseActiveDirectoryEndpoint(settings)
 	if err != nil {
 		return cosmosDBTokenSource{}, fmt.Errorf("%w for service-principal authentication", err)
 	}
 	if err := checkCosmosDBURL("activeDirectoryEndpoint", authority); err != nil {
-		return cosmosDBTokenSource{}, err
-	}
-	if err := checkCosmosDBAuthority(auth, authority); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
 	// A private authority is unknown to the public instance discovery.
@@ -264,62 +260,27 @@ func newCosmosDBTokenCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnect
 	}}, nil
 }
 
-// newCosmosDBWorkloadCredential returns KEDA's workload identity for the
-// accounts, which must be under the cloud's Cosmos DB domains, and a scope
-// of the cloud's audience (cosmosDBWorkloadCloud). Whoever wrote the trigger
-// or its TriggerAuthentication, the identity is the KEDA operator's.
-func newCosmosDBWorkloadCredential(auth CosmosDBAuth, accounts map[*CosmosDBConnection]string, transport policy.Transporter, logger logr.Logger) (cosmosDBTokenSource, error) {
-	workloadCloud, err := cosmosDBWorkloadCloud(auth)
+// newCosmosDBWorkloadCredential returns KEDA's workload identity with a
+// scope of the cloud's Cosmos DB audience from KEDA's Azure environments
+// (checkCosmosDBDestination has held its accounts to that cloud's hosts).
+// Whoever wrote the trigger or its TriggerAuthentication, the identity is
+// the KEDA operator's, or one federated with KEDA's service account that the
+// TriggerAuthentication names with identityId.
+func newCosmosDBWorkloadCredential(auth CosmosDBAuth, transport policy.Transporter, logger logr.Logger) (cosmosDBTokenSource, error) {
+	env, err := cosmosDBWorkloadEnvironment(auth.Cloud)
 	if err != nil {
 		return cosmosDBTokenSource{}, err
 	}
-	var endpoints []*url.URL
-	for _, param := range []string{"endpoint", "leaseEndpoint"} {
-		for a, p := range accounts {
-			if p != param {
-				continue
-			}
-			if err := checkCosmosDBWorkloadEndpoint(auth, workloadCloud, a.Endpoint, param); err != nil {
-				return cosmosDBTokenSource{}, err
-			}
-			endpoints = append(endpoints, &url.URL{Scheme: a.Endpoint.Scheme, Host: a.Endpoint.Host})
-		}
-	}
-	private := strings.EqualFold(auth.Cloud, PrivateCloud)
-	resource := workloadCloud.audiences[0] // a known cloud's: cosmosDBResourceURL is not used there
-	if private && strings.TrimSpace(auth.CosmosDBResourceURL) != "" {
-		resource = strings.TrimSpace(auth.CosmosDBResourceURL)
-	}
-	if err := checkCosmosDBWorkloadAudience(workloadCloud, resource, endpoints); err != nil {
+	resource := env.ResourceIdentifiers.CosmosDB
+	if err := checkCosmosDBURL("cloud: the environment's resourceIdentifiers.cosmosDB", resource); err != nil {
 		return cosmosDBTokenSource{}, err
 	}
-	scope := strings.TrimSuffix(resource, "/") + "/.default"
-	// The operator's identity (its environment), or the identityId and
-	// identityTenantId the TriggerAuthentication names.
 	key := cosmosDBTokenKey{kind: "workload identity", tenant: auth.PodIdentity.GetIdentityTenantID(), clientID: auth.PodIdentity.GetIdentityID(),
-		private: private, scope: scope, transport: cosmosDBTransportKey(transport)}
-	if !private {
-		return cosmosDBTokenSource{key: key, build: func() (azcore.TokenCredential, error) {
-			cred, err := NewChainedCredential(logger, auth.PodIdentity)
-			if err != nil {
-				return nil, fmt.Errorf("azure-workload identity: %w", err)
-			}
-			return cred, nil
-		}}, nil
-	}
-	// The operator's authority; a private authority is unknown to the
-	// public instance discovery.
-	key.authority = workloadCloud.authority
+		scope: strings.TrimSuffix(resource, "/") + "/.default", transport: cosmosDBTransportKey(transport)}
 	return cosmosDBTokenSource{key: key, build: func() (azcore.TokenCredential, error) {
-		options := &azidentity.WorkloadIdentityCredentialOptions{
-			ClientOptions:            azcore.ClientOptions{Transport: transport, Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: workloadCloud.authority}},
-			ClientID:                 auth.PodIdentity.GetIdentityID(),
-			TenantID:                 auth.PodIdentity.GetIdentityTenantID(),
-			DisableInstanceDiscovery: true,
-		}
-		cred, err := azidentity.NewWorkloadIdentityCredential(options)
+		cred, err := NewChainedCredential(logger, auth.PodIdentity)
 		if err != nil {
-			return nil, fmt.Errorf("azure-workload identity: %s", cosmosDBExcerpt(err.Error()))
+			return nil, fmt.Errorf("azure-workload identity: %w", err)
 		}
 		return cred, nil
 	}}, nil

@@ -1,12 +1,9 @@
 package azure
 
 import (
-	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -16,7 +13,11 @@ import (
 	"github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-func TestCosmosDBEndpointRule(t *testing.T) {
+// Where a key or token may go (azure_cosmosdb_endpoint.go). Each row names
+// the parameters given in trigger metadata; the rest are the
+// TriggerAuthentication's (KEDA's AuthParams). A refused row names the
+// parameter, quotes no secret and sends no request.
+func TestCosmosDBCredentialDestinations(t *testing.T) {
 	key := func(endpoint string) CosmosDBAuth { return CosmosDBAuth{Endpoint: endpoint, Key: testCosmosDBKey} }
 	sp := func(a CosmosDBAuth) CosmosDBAuth {
 		a.TenantID, a.ClientID, a.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
@@ -27,92 +28,70 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 		return a
 	}
 	const privateHost = "https://cosmos.private.example/"
+	const outsideErr = "endpoint: given in trigger metadata, it may not receive the TriggerAuthentication's credentials outside the Cosmos DB DNS suffixes of KEDA's Azure environments (documents.azure.com, documents.azure.us, documents.azure.cn, documents.microsoftazure.de); give endpoint in the TriggerAuthentication"
 	tests := []struct {
 		name     string
 		auth     CosmosDBAuth
 		metadata []string // the parameters given in trigger metadata; the rest are the TriggerAuthentication's
 		wantErr  string   // "" when allowed
 	}{
-		// An account key or token goes to any known cloud's Cosmos DB domain, whatever cloud says.
-		{name: "public cloud account", auth: key("https://shop.documents.azure.com/")},
-		{name: "US Government account without cloud", auth: key("https://shop.documents.azure.us:443/")},
-		{name: "China account with cloud AzurePublicCloud", auth: func() CosmosDBAuth {
+		// Under a Cosmos DB DNS suffix of KEDA's Azure environments, whatever cloud says and wherever the endpoint is given.
+		{name: "key to the public cloud's suffix from metadata", auth: key("https://shop.documents.azure.com/"), metadata: []string{"endpoint"}},
+		{name: "key to the US Government suffix without cloud", auth: key("https://shop.documents.azure.us:443/"), metadata: []string{"endpoint"}},
+		{name: "key to the China suffix with cloud AzurePublicCloud", auth: func() CosmosDBAuth {
 			a := key("https://shop.documents.azure.cn/")
 			a.Cloud = "AzurePublicCloud"
 			return a
-		}()},
-		{name: "Germany account", auth: key("https://shop.documents.microsoftazure.de/")},
-		{name: "public account with cloud AzureChinaCloud", auth: func() CosmosDBAuth {
-			a := key("https://shop.documents.azure.com/")
-			a.Cloud = "AzureChinaCloud"
-			return a
-		}()},
-		{name: "Cosmos DB in Fabric", auth: key("https://0a1b2c3d.z12.sql.cosmos.fabric.microsoft.com:443/")},
-		{name: "upper case and a trailing dot", auth: key("https://SHOP.Documents.Azure.COM./")},
-		{name: "regional name", auth: key("https://shop-westeurope.documents.azure.com:443/")},
-		{name: "token to a known cloud's account", auth: sp(CosmosDBAuth{Endpoint: "https://shop.documents.azure.us/"})},
+		}(), metadata: []string{"endpoint", "cloud"}},
+		{name: "key to the Germany suffix", auth: key("https://shop.documents.microsoftazure.de/"), metadata: []string{"endpoint"}},
+		{name: "suffix matched in upper case and with a trailing dot", auth: key("https://SHOP.Documents.Azure.COM./"), metadata: []string{"endpoint"}},
+		{name: "service principal token to a known suffix from metadata", auth: sp(CosmosDBAuth{Endpoint: "https://shop.documents.azure.us/"}), metadata: []string{"endpoint"}},
+		// Outside them, a TriggerAuthentication's credential goes only to an endpoint the TriggerAuthentication gives.
+		{name: "key to a host outside the suffixes from metadata", auth: key("https://outside.example.com/"), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "a suffix as labels of another host", auth: key("https://shop.documents.azure.com.other.example/"), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "a suffix without a label boundary", auth: key("https://otherdocuments.azure.com/"), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "HTTPS loopback from metadata is outside the suffixes", auth: key("https://127.0.0.1:8081/"), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "key and endpoint both from the TriggerAuthentication go anywhere", auth: key(privateHost)},
+		{name: "lease key to a leaseEndpoint from metadata outside the suffixes",
+			auth:     CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseEndpoint: privateHost, LeaseKey: testCosmosDBLeaseKey},
+			metadata: []string{"leaseEndpoint"}, wantErr: "leaseEndpoint: given in trigger metadata, it may not receive the TriggerAuthentication's credentials"},
+		{name: "lease key and leaseEndpoint both from the TriggerAuthentication",
+			auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseEndpoint: privateHost, LeaseKey: testCosmosDBLeaseKey}},
+		{name: "service principal token to a host outside the suffixes from metadata", auth: sp(CosmosDBAuth{Endpoint: privateHost}), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "service principal and its endpoint both from the TriggerAuthentication", auth: sp(CosmosDBAuth{Endpoint: privateHost})},
+		// The ScaledObject author's own credentials (trigger metadata, the workload's environment) and connection strings.
+		{name: "key from metadata to any host", auth: key(privateHost), metadata: []string{"endpoint", "cosmosDBKey"}},
+		{name: "client secret from metadata to any host", auth: sp(CosmosDBAuth{Endpoint: privateHost}), metadata: []string{"endpoint", "tenantId", "clientId", "clientSecret"}},
+		{name: "connection string to any host", auth: CosmosDBAuth{Connection: testCosmosDBConnection("https://cosmos.gateway.example/", testCosmosDBKey)}},
+		// cloud: Private with a TriggerAuthentication's service principal: cloud, resource and authority all from it.
+		{name: "service principal with the private cloud all in the TriggerAuthentication", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example")},
+		{name: "service principal with the private cloud, its owner picks the audience", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://management.azure.com/")},
+		{name: "service principal with cloud: Private from metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/"}), "https://cosmos.private.example"), metadata: []string{"cloud"},
+			wantErr: "cloud: Private with the TriggerAuthentication's service principal needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication"},
+		{name: "service principal with cosmosDBResourceURL from metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://management.azure.com/"), metadata: []string{"cosmosDBResourceURL"},
+			wantErr: "cloud: Private with the TriggerAuthentication's service principal needs"},
+		{name: "service principal with activeDirectoryEndpoint from metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"activeDirectoryEndpoint"},
+			wantErr: "cloud: Private with the TriggerAuthentication's service principal needs"},
+		{name: "service principal with the private cloud in the TriggerAuthentication, endpoint from metadata",
+			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"endpoint"}, wantErr: outsideErr},
+		{name: "client secret and private cloud all from metadata",
+			auth:     private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"),
+			metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint", "tenantId", "clientId", "clientSecret"}},
+		{name: "a key with cloud: Private from metadata is held by the endpoint rule only", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(), metadata: []string{"cloud"}},
 		// No key or token over plain HTTP, loopback included; the emulator's published key anywhere.
-		{name: "loopback name over http", auth: key("http://localhost:8081/"), wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "loopback IPv4 over http", auth: key("http://127.0.0.1:8081/"), wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "loopback IPv6 over http", auth: key("http://[::1]:8081/"), wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "loopback over https", auth: key("https://127.0.0.1:8081/")},
-		{name: "token over https to loopback", auth: sp(CosmosDBAuth{Endpoint: "https://localhost:8081/"})},
-		{name: "token over http to loopback", auth: sp(CosmosDBAuth{Endpoint: "http://localhost:8081/"}), wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "connection string over http to loopback", auth: CosmosDBAuth{Connection: testCosmosDBConnection("http://127.0.0.1:8081/", testCosmosDBKey)},
-			wantErr: "connection: an account key or token is only sent over https"},
-		{name: "connection string over http to any host", auth: CosmosDBAuth{Connection: testCosmosDBConnection("http://cosmos.gateway.example/", testCosmosDBKey)},
+		{name: "key over http to loopback", auth: key("http://127.0.0.1:8081/"), wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "key over http to an IPv6 loopback", auth: key("http://[::1]:8081/"), wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "key over http to a Cosmos DB host", auth: key("http://shop.documents.azure.com/"), wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "token over http", auth: sp(CosmosDBAuth{Endpoint: "http://localhost:8081/"}), wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "connection string over http", auth: CosmosDBAuth{Connection: testCosmosDBConnection("http://cosmos.gateway.example/", testCosmosDBKey)},
 			wantErr: "connection: an account key or token is only sent over https"},
 		{name: "lease connection string over http", auth: CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey),
 			LeaseConnection: testCosmosDBConnection("http://localhost:8081/", testCosmosDBLeaseKey)}, wantErr: "leaseConnection: an account key or token is only sent over https"},
-		{name: "the emulator's key at any host", auth: CosmosDBAuth{Endpoint: "http://cosmos-emulator.cosmos.svc:8081/", Key: cosmosDBEmulatorKey}},
+		{name: "the emulator's key over http with its endpoint", auth: CosmosDBAuth{Endpoint: "http://cosmos-emulator.cosmos.svc:8081/", Key: cosmosDBEmulatorKey}},
 		{name: "the emulator's key in a connection string over http", auth: CosmosDBAuth{Connection: testCosmosDBConnection("http://localhost:8081/", cosmosDBEmulatorKey)}},
-		// Other hosts: a connection string or cloud: Private.
-		{name: "connection string to any host", auth: CosmosDBAuth{Connection: testCosmosDBConnection("https://cosmos.gateway.example/", testCosmosDBKey)}},
-		{name: "cloud Private, key at any https host", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "private"; return a }()},
-		{name: "cloud Private, token for a private resource", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example")},
-		// A TriggerAuthentication's service principal is its author's: with
-		// every destination given there, the author picks the audience.
-		{name: "cloud Private, the service principal's owner picks its audience", auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://management.azure.com/")},
-		{name: "foreign host", auth: key("https://collector.example.com/"),
-			wantErr: "endpoint: an account key or token is only sent to hosts under documents.azure.com, cosmos.fabric.microsoft.com, documents.azure.us, documents.azure.cn, documents.microsoftazure.de"},
-		{name: "a Cosmos DB name as labels of a foreign host", auth: key("https://shop.documents.azure.com.other.example/"), wantErr: "endpoint: an account key or token is only sent to hosts under"},
-		{name: "a domain's suffix without a label boundary", auth: key("https://otherdocuments.azure.com/"), wantErr: "endpoint: an account key or token is only sent to hosts under"},
-		{name: "plain http to a Cosmos DB name", auth: key("http://shop.documents.azure.com/"), wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "cloud Private, plain http", auth: func() CosmosDBAuth { a := key("http://cosmos.private.example/"); a.Cloud = "Private"; return a }(),
-			wantErr: "endpoint: an account key or token is only sent over https"},
-		{name: "lease key to a foreign leaseEndpoint",
-			auth:    CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseEndpoint: "https://other.example/", LeaseKey: testCosmosDBLeaseKey},
-			wantErr: "leaseEndpoint: an account key or token is only sent to hosts under"},
-		{name: "token to a foreign host", auth: sp(CosmosDBAuth{Endpoint: "https://other.example/"}), wantErr: "endpoint: an account key or token is only sent to hosts under"},
-		// A destination in trigger metadata never takes the TriggerAuthentication's credential outside the known clouds.
-		{name: "TriggerAuthentication key, endpoint and cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
-			metadata: []string{"endpoint", "cloud"}, wantErr: "endpoint: given in trigger metadata, it may not send the TriggerAuthentication's account key or token outside the known clouds; move endpoint (and cloud: Private) into the TriggerAuthentication"},
-		{name: "TriggerAuthentication key and endpoint, cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
-			metadata: []string{"cloud"}, wantErr: "cloud: Private given in trigger metadata may not send the TriggerAuthentication's account key or token to the host of endpoint; move cloud into the TriggerAuthentication"},
-		{name: "TriggerAuthentication lease key, leaseEndpoint in metadata",
-			auth:     CosmosDBAuth{Connection: testCosmosDBConnection(testCosmosDBEndpoint, testCosmosDBKey), LeaseEndpoint: privateHost, LeaseKey: testCosmosDBLeaseKey, Cloud: "Private"},
-			metadata: []string{"leaseEndpoint"}, wantErr: "leaseEndpoint: given in trigger metadata"},
-		{name: "TriggerAuthentication key, known cloud endpoint in metadata", auth: key("https://shop.documents.azure.com/"), metadata: []string{"endpoint"}},
-		{name: "key from metadata, endpoint and cloud: Private in metadata", auth: func() CosmosDBAuth { a := key(privateHost); a.Cloud = "Private"; return a }(),
-			metadata: []string{"endpoint", "cloud", "cosmosDBKey"}},
-		{name: "TriggerAuthentication service principal, activeDirectoryEndpoint in metadata",
-			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"activeDirectoryEndpoint"},
-			wantErr: "activeDirectoryEndpoint: given in trigger metadata, it may not send the TriggerAuthentication's client secret outside the known clouds"},
-		{name: "TriggerAuthentication service principal, a known authority in metadata",
-			auth: func() CosmosDBAuth {
-				a := private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example")
-				a.ActiveDirectoryEndpoint = "https://login.microsoftonline.us/"
-				return a
-			}(), metadata: []string{"activeDirectoryEndpoint"}},
-		{name: "TriggerAuthentication service principal, cosmosDBResourceURL in metadata",
-			auth: private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"), metadata: []string{"cosmosDBResourceURL"},
-			wantErr: "cosmosDBResourceURL: given in trigger metadata, it may not send the TriggerAuthentication's token outside the known clouds"},
-		{name: "TriggerAuthentication service principal, cloud: Private in metadata, known account",
-			auth: private(sp(CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/"}), "https://cosmos.private.example"), metadata: []string{"cloud"},
-			wantErr: "cloud: Private given in trigger metadata may not send the TriggerAuthentication's token to the host of cosmosDBResourceURL"},
-		{name: "client secret in metadata, private cloud in metadata",
-			auth:     private(sp(CosmosDBAuth{Endpoint: privateHost}), "https://cosmos.private.example"),
-			metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL", "activeDirectoryEndpoint", "tenantId", "clientId", "clientSecret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,163 +111,97 @@ func TestCosmosDBEndpointRule(t *testing.T) {
 	}
 }
 
-// givenIn marks every parameter a sets as the TriggerAuthentication's, but
-// those named, which the trigger metadata gives.
+// givenIn puts every parameter a sets in AuthParams, as KEDA hands over a
+// TriggerAuthentication's, but those named, which the trigger metadata gives.
 func givenIn(a CosmosDBAuth, metadata ...string) CosmosDBAuth {
-	a.TriggerAuthentication = map[string]bool{}
+	a.AuthParams = map[string]string{}
 	for name, value := range map[string]string{"connection": string(a.Connection), "leaseConnection": string(a.LeaseConnection),
 		"endpoint": a.Endpoint, "leaseEndpoint": a.LeaseEndpoint, "cosmosDBKey": string(a.Key), "leaseCosmosDBKey": string(a.LeaseKey),
 		"tenantId": a.TenantID, "clientId": a.ClientID, "clientSecret": string(a.ClientSecret),
 		"cloud": a.Cloud, "cosmosDBResourceURL": a.CosmosDBResourceURL, "activeDirectoryEndpoint": a.ActiveDirectoryEndpoint} {
-		a.TriggerAuthentication[name] = value != "" && !slices.Contains(metadata, name)
+		if value != "" && !slices.Contains(metadata, name) {
+			a.AuthParams[name] = value
+		}
 	}
 	return a
 }
 
 // KEDA's workload identity is the KEDA operator's, whoever writes the
-// trigger or its TriggerAuthentication: its token is requested only for the
-// configured known cloud's Cosmos DB audience, and sent only over HTTPS to
-// that cloud's Cosmos DB hosts; a private cloud only as the operator's
-// KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD allows. Every request goes through a
-// recording transport: a refused trigger sends none, not even a token
-// request; an allowed one asks the operator's authority for the allowed
-// audience and sends the token to the account alone.
-func TestCosmosDBWorkloadIdentityIsTheOperators(t *testing.T) {
+// trigger or its TriggerAuthentication: it is used only with a cloud of
+// KEDA's Azure environments, asked only for that cloud's Cosmos DB audience,
+// and sent only over HTTPS to hosts under that cloud's Cosmos DB DNS suffix.
+// A private cloud is cloud: AzureStackCloud with the operator's environment
+// file. A refused trigger sends no request.
+func TestCosmosDBWorkloadIdentityStaysInTheTriggersCloud(t *testing.T) {
+	environmentFile := filepath.Join(t.TempDir(), "environment.json")
+	require.NoError(t, os.WriteFile(environmentFile, []byte(`{"name": "AzureStackCloud", "cosmosDBDNSSuffix": "cosmos.private.example",
+		"activeDirectoryEndpoint": "https://login.private.example/", "resourceIdentifiers": {"cosmosDB": "https://cosmos.private.example"}}`), 0o600))
 	const (
-		setting  = "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/"
-		attacker = "https://collector.attacker.example/"
-		account  = "https://shop.cosmos.private.example/"
+		outside = "https://outside.example.com/"
+		account = "https://shop.cosmos.private.example/"
 	)
-	envErr := "cloud: Private with podIdentity azure-workload: KEDA's workload identity serves a private cloud only when the KEDA operator's environment variable KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD names"
-	privateEndpointErr := "KEDA's workload identity is only sent over https to hosts under the domains of the KEDA operator's KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD (cosmos.private.example)"
-	audienceErr := "cosmosDBResourceURL: KEDA's workload identity requests tokens only for https://cosmos.private.example or the account's own URL"
+	privateErr := "cloud: Private is not used with podIdentity azure-workload, whose identity is the KEDA operator's; for a private cloud use cloud: AzureStackCloud with the KEDA operator's environment file (AZURE_ENVIRONMENT_FILEPATH)"
+	publicErr := "workload identity tokens are only sent to hosts under documents.azure.com, the Cosmos DB DNS suffix of the trigger's cloud"
 	tests := []struct {
 		name       string
-		setting    string // KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD
 		auth       CosmosDBAuth
 		metadata   []string // given in trigger metadata; the rest in the TriggerAuthentication
 		identityID string
+		noFile     bool // AZURE_ENVIRONMENT_FILEPATH names no file
 		wantErr    string
 		wantScope  string
-		poll       bool // poll through the transport (private clouds: the credential uses it)
 	}{
-		// Issue AB item 1, as written: everything in one TriggerAuthentication.
-		{name: "private cloud, foreign endpoint and api:// audience in a TriggerAuthentication",
-			auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private", CosmosDBResourceURL: "api://victim-internal-api"}, wantErr: envErr},
-		{name: "private cloud, Application Insights audience", auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private", CosmosDBResourceURL: "https://api.applicationinsights.io"}, wantErr: envErr},
-		{name: "private cloud, Azure DevOps audience", auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private", CosmosDBResourceURL: "https://app.vssps.visualstudio.com"}, wantErr: envErr},
-		{name: "private cloud, another identity federated with KEDA (identityId)", identityID: "other-identity",
-			auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private", CosmosDBResourceURL: "api://victim-internal-api"}, wantErr: envErr},
-		{name: "private cloud, all in trigger metadata", metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL"},
-			auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private", CosmosDBResourceURL: "api://victim-internal-api"}, wantErr: envErr},
-		{name: "private cloud, the operator's account domain without the setting", auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://cosmos.private.example"}, wantErr: envErr},
-		// The operator allows a private cloud: only its domains and audience.
-		{name: "setting, foreign endpoint", setting: setting, auth: CosmosDBAuth{Endpoint: attacker, Cloud: "Private"}, wantErr: "endpoint: " + privateEndpointErr},
-		{name: "setting, foreign leaseEndpoint", setting: setting, auth: CosmosDBAuth{Endpoint: account, LeaseEndpoint: attacker, Cloud: "Private"}, wantErr: "leaseEndpoint: " + privateEndpointErr},
-		{name: "setting, key for the data account, foreign leaseEndpoint", setting: setting,
-			auth: CosmosDBAuth{Endpoint: account, Key: testCosmosDBKey, LeaseEndpoint: attacker, Cloud: "Private"}, wantErr: "leaseEndpoint: " + privateEndpointErr},
-		{name: "setting, a public account with cloud: Private", setting: setting, auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "Private"}, wantErr: "endpoint: " + privateEndpointErr},
-		{name: "setting, plain http to the operator's domain", setting: setting, auth: CosmosDBAuth{Endpoint: "http://shop.cosmos.private.example/", Cloud: "Private"}, wantErr: "endpoint: " + privateEndpointErr},
-		{name: "setting, api:// audience", setting: setting, auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "api://victim-internal-api"}, wantErr: audienceErr},
-		{name: "setting, public Cosmos DB audience", setting: setting, auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://cosmos.azure.com"}, wantErr: audienceErr},
-		{name: "setting, Resource Manager audience in metadata", setting: setting, metadata: []string{"cosmosDBResourceURL"},
-			auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://management.azure.com/"}, wantErr: audienceErr},
-		{name: "setting, another account's URL as audience", setting: setting, auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://other.cosmos.private.example"}, wantErr: audienceErr},
-		{name: "malformed setting", setting: "domains=cosmos.private.example;audience=http://cosmos.private.example;authority=https://login.private.example/",
-			auth: CosmosDBAuth{Endpoint: account, Cloud: "Private"}, wantErr: "the KEDA operator's KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD is not valid: audience is not an https URL"},
-		{name: "setting without authority", setting: "domains=cosmos.private.example;audience=https://cosmos.private.example",
-			auth: CosmosDBAuth{Endpoint: account, Cloud: "Private"}, wantErr: "domains, audience and authority are all required"},
-		{name: "setting, the operator's private cloud", setting: setting, auth: CosmosDBAuth{Endpoint: account, Cloud: "Private"},
-			wantScope: "https://cosmos.private.example/.default", poll: true},
-		{name: "setting, the operator's private cloud named in metadata, with identityId", setting: setting, identityID: "other-identity", metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL"},
-			auth: CosmosDBAuth{Endpoint: account, Cloud: "private", CosmosDBResourceURL: "https://cosmos.private.example/"}, wantScope: "https://cosmos.private.example/.default", poll: true},
-		{name: "setting, the account's own URL as audience", setting: setting, auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://shop.cosmos.private.example"},
-			wantScope: "https://shop.cosmos.private.example/.default", poll: true},
-		// Known clouds: that cloud's Cosmos DB domains and KEDA's audience only.
-		{name: "public cloud, foreign endpoint", auth: CosmosDBAuth{Endpoint: attacker},
-			wantErr: "endpoint: KEDA's workload identity is only sent over https to hosts under the public cloud's Cosmos DB domains (documents.azure.com, cosmos.fabric.microsoft.com)"},
-		{name: "public cloud, foreign leaseEndpoint", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", LeaseEndpoint: attacker}, wantErr: "leaseEndpoint: KEDA's workload identity is only sent over https"},
-		{name: "public cloud, plain http to loopback", auth: CosmosDBAuth{Endpoint: "http://localhost:8081/"}, wantErr: "endpoint: KEDA's workload identity is only sent over https"},
-		{name: "public cloud, https to loopback", auth: CosmosDBAuth{Endpoint: "https://127.0.0.1:8081/"}, wantErr: "endpoint: KEDA's workload identity is only sent over https"},
-		{name: "public cloud, another cloud's account", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.us/"}, wantErr: "endpoint: KEDA's workload identity is only sent over https"},
-		{name: "US Government cloud, a public account", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "AzureUSGovernmentCloud"},
-			wantErr: "endpoint: KEDA's workload identity is only sent over https to hosts under the Cosmos DB domains of cloud AzureUSGovernmentCloud (documents.azure.us)"},
+		{name: "cloud: Private from the TriggerAuthentication", auth: CosmosDBAuth{Endpoint: outside, Cloud: "Private", CosmosDBResourceURL: "api://audience-from-trigger-authentication"}, wantErr: privateErr},
+		{name: "cloud: Private from metadata", metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL"},
+			auth: CosmosDBAuth{Endpoint: outside, Cloud: "Private", CosmosDBResourceURL: "api://audience-from-trigger-metadata"}, wantErr: privateErr},
+		{name: "cloud: Private with an identity the TriggerAuthentication names (identityId)", identityID: "other-identity",
+			auth: CosmosDBAuth{Endpoint: account, Cloud: "Private", CosmosDBResourceURL: "https://cosmos.private.example"}, wantErr: privateErr},
+		{name: "an endpoint outside the public cloud's suffix", auth: CosmosDBAuth{Endpoint: outside}, wantErr: "endpoint: " + publicErr},
+		{name: "a leaseEndpoint outside the public cloud's suffix", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", LeaseEndpoint: outside}, wantErr: "leaseEndpoint: " + publicErr},
+		{name: "a key for the data account, a leaseEndpoint outside the suffix", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Key: testCosmosDBKey, LeaseEndpoint: outside},
+			wantErr: "leaseEndpoint: " + publicErr},
+		{name: "HTTPS loopback", auth: CosmosDBAuth{Endpoint: "https://127.0.0.1:8081/"}, wantErr: "endpoint: " + publicErr},
+		{name: "plain http to the cloud's suffix", auth: CosmosDBAuth{Endpoint: "http://shop.documents.azure.com/"}, wantErr: "endpoint: an account key or token is only sent over https"},
+		{name: "another cloud's account", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.us/"}, wantErr: "endpoint: " + publicErr},
+		{name: "Cosmos DB in Fabric, a suffix no KEDA environment has", auth: CosmosDBAuth{Endpoint: "https://a.z1.sql.cosmos.fabric.microsoft.com/"}, wantErr: "endpoint: " + publicErr},
+		{name: "a public account with cloud AzureUSGovernmentCloud", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "AzureUSGovernmentCloud"},
+			wantErr: "endpoint: workload identity tokens are only sent to hosts under documents.azure.us"},
 		{name: "public cloud account", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/"}, wantScope: "https://cosmos.azure.com/.default"},
-		{name: "Cosmos DB in Fabric", auth: CosmosDBAuth{Endpoint: "https://a.z1.sql.cosmos.fabric.microsoft.com/"}, wantScope: "https://cosmos.azure.com/.default"},
 		{name: "US Government account", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.us/", Cloud: "AzureUSGovernmentCloud"}, wantScope: "https://cosmos.azure.com/.default"},
-		{name: "a known cloud ignores an api:// cosmosDBResourceURL", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "AzurePublicCloud", CosmosDBResourceURL: "api://victim-internal-api"},
+		{name: "a known cloud does not read cosmosDBResourceURL", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "AzurePublicCloud", CosmosDBResourceURL: "api://audience-from-trigger-authentication"},
 			wantScope: "https://cosmos.azure.com/.default"},
+		// The KEDA operator's private cloud: its environment file's suffix and audience.
+		{name: "AzureStackCloud account, from metadata, with identityId", metadata: []string{"endpoint", "cloud", "cosmosDBResourceURL"}, identityID: "other-identity",
+			auth: CosmosDBAuth{Endpoint: account, Cloud: "AzureStackCloud", CosmosDBResourceURL: "api://audience-from-trigger-metadata"}, wantScope: "https://cosmos.private.example/.default"},
+		{name: "AzureStackCloud, an endpoint outside the file's suffix", auth: CosmosDBAuth{Endpoint: "https://shop.documents.azure.com/", Cloud: "AzureStackCloud"},
+			wantErr: "endpoint: workload identity tokens are only sent to hosts under cosmos.private.example"},
+		{name: "AzureStackCloud without the operator's file", noFile: true, auth: CosmosDBAuth{Endpoint: account, Cloud: "AzureStackCloud"},
+			wantErr: `cloud: "AzureStackCloud" is not a cloud of KEDA's Azure environments, or its environment file (AZURE_ENVIRONMENT_FILEPATH) cannot be read`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tokenFile := filepath.Join(t.TempDir(), "token")
-			require.NoError(t, os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600))
 			t.Setenv("AZURE_CLIENT_ID", "keda-operator")
 			t.Setenv("AZURE_TENANT_ID", "tenant-wi")
-			t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
-			t.Setenv("AZURE_AUTHORITY_HOST", "https://login.webhook.example/")
-			t.Setenv(CosmosDBPrivateCloudEnv, tt.setting)
+			t.Setenv("AZURE_FEDERATED_TOKEN_FILE", filepath.Join(t.TempDir(), "token"))
+			t.Setenv(EnvironmentFilepathName, environmentFile)
+			if tt.noFile {
+				t.Setenv(EnvironmentFilepathName, filepath.Join(t.TempDir(), "missing.json"))
+			}
 			auth := givenIn(tt.auth, tt.metadata...)
 			auth.PodIdentity = v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
 			if tt.identityID != "" {
 				auth.PodIdentity.IdentityID = &tt.identityID
 			}
-			tr := &testCosmosDBTransport{service: &testCosmosDBService{}}
-			data, lease, err := ResolveCosmosDBConnections(auth, tr, logr.Discard())
+			tr := &testCosmosDBTransport{}
+			data, _, err := ResolveCosmosDBConnections(auth, tr, logr.Discard())
+			assert.Empty(t, tr.find(func(testCosmosDBRecord) bool { return true }), "resolving sent requests")
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
-				assert.Empty(t, tr.find(func(testCosmosDBRecord) bool { return true }), "a refused trigger sent requests")
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantScope, data.scope)
-			if !tt.poll {
-				return // KEDA's chained credential: its token comes from the pod's federated identity
-			}
-			_, err = NewCosmosDBLagEstimator(NewCosmosDBClient(data, tr), NewCosmosDBClient(lease, tr), CosmosDBContainers{
-				Database: "db", Container: "items", LeaseDatabase: "db", LeaseContainer: "leases", Processor: "orders",
-			}).Estimate(context.Background())
-			require.NoError(t, err)
-			for _, r := range tr.find(func(testCosmosDBRecord) bool { return true }) {
-				switch {
-				case testCosmosDBIsLogin(r):
-					assert.Equal(t, "login.private.example", r.host, "the operator's authority, not AZURE_AUTHORITY_HOST")
-				default:
-					assert.Equal(t, "shop.cosmos.private.example", r.host)
-					assert.Equal(t, "type=aad&ver=1.0&sig="+testCosmosDBAccessToken, r.header.Get("Authorization"))
-				}
-			}
-			tokens := tr.find(func(r testCosmosDBRecord) bool { return strings.HasSuffix(r.path, "/oauth2/v2.0/token") })
-			require.Len(t, tokens, 1)
-			form, err := url.ParseQuery(tokens[0].body)
-			require.NoError(t, err)
-			resources := slices.DeleteFunc(strings.Fields(form.Get("scope")), func(s string) bool { return slices.Contains([]string{"openid", "offline_access", "profile"}, s) })
-			assert.Equal(t, []string{tt.wantScope}, resources, "MSAL's OpenID scopes aside, the one allowed audience")
-			assert.Equal(t, "federated-service-account-token", form.Get("client_assertion"))
-			wantClient := "keda-operator"
-			if tt.identityID != "" {
-				wantClient = tt.identityID
-			}
-			assert.Equal(t, wantClient, form.Get("client_id"))
 		})
 	}
-}
-
-// The written-out known clouds agree with KEDA's Azure environments: each
-// cloud's Cosmos DB DNS suffix is among its domains and its audience is
-// KEDA's Cosmos DB resource, so a change in KEDA's table shows here.
-func TestCosmosDBKnownCloudsMatchKEDAsEnvironments(t *testing.T) {
-	for _, name := range []string{"AzurePublicCloud", "AzureUSGovernmentCloud", "AzureChinaCloud", "AzureGermanCloud", "AzureCloud", "AzureUSGovernment"} {
-		env, err := EnvironmentFromName(name)
-		require.NoError(t, err)
-		cloud, ok := cosmosDBKnownCloud(name)
-		require.True(t, ok, name)
-		assert.Contains(t, cloud.domains, env.CosmosDBDNSSuffix, name)
-		assert.Equal(t, []string{strings.TrimSuffix(env.ResourceIdentifiers.CosmosDB, "/")}, cloud.audiences, name)
-	}
-	_, ok := cosmosDBKnownCloud("Private")
-	assert.False(t, ok)
-	public, _ := cosmosDBKnownCloud("")
-	assert.Equal(t, []string{"documents.azure.com", "cosmos.fabric.microsoft.com"}, public.domains)
 }

@@ -24,6 +24,8 @@ var (
 const (
 	PrivateCloud                      = kedaazure.PrivateCloud
 	DefaultActiveDirectoryEndpointKey = kedaazure.DefaultActiveDirectoryEndpointKey
+	EnvironmentFilepathName           = kedaazure.EnvironmentFilepathName
+	NotAvailable                      = kedaazure.NotAvailable
 )
 
 // Functions of KEDA's package azure that the Cosmos DB files use.

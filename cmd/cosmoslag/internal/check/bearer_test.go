@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ spec:
     - {parameter: tenantId, name: cosmos-sp, key: tenantId}
     - {parameter: clientId, name: cosmos-sp, key: clientId}
     - {parameter: clientSecret, name: cosmos-sp, key: clientSecret}
+    - {parameter: endpoint, name: cosmos-cloud, key: endpoint}
     - {parameter: cloud, name: cosmos-cloud, key: cloud}
     - {parameter: cosmosDBResourceURL, name: cosmos-cloud, key: cosmosDBResourceURL}
     - {parameter: activeDirectoryEndpoint, name: cosmos-cloud, key: activeDirectoryEndpoint}
@@ -43,13 +45,27 @@ spec:
 )
 
 // privateCloudEnv gives the private cloud's parameters, which the
-// TriggerAuthentication holds with its credential (the endpoint rule), and
-// the KEDA operator's setting that lets its workload identity serve it.
-func privateCloudEnv(t *testing.T) {
+// TriggerAuthentication holds with its service principal (the endpoint
+// rule): the endpoint, cloud: Private, its audience and authority.
+func privateCloudEnv(t *testing.T, endpoint string) {
+	t.Setenv("endpoint", endpoint)
 	t.Setenv("cloud", "Private")
 	t.Setenv("cosmosDBResourceURL", bearerResource)
 	t.Setenv("activeDirectoryEndpoint", clitest.Issuer.URL())
-	t.Setenv("KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD", "domains=127.0.0.1;audience="+bearerResource+";authority="+clitest.Issuer.URL())
+}
+
+// workloadPrivateCloudEnv is the KEDA operator's private cloud for its
+// workload identity: cloud: AzureStackCloud and the operator's environment
+// file (AZURE_ENVIRONMENT_FILEPATH), whose Cosmos DB DNS suffix is here the
+// test server's loopback address and whose audience is bearerResource.
+func workloadPrivateCloudEnv(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "environment.json")
+	content := `{"name": "AzureStackCloud", "cosmosDBDNSSuffix": "127.0.0.1", "resourceIdentifiers": {"cosmosDB": "` + bearerResource + `"}}`
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_ENVIRONMENT_FILEPATH", file)
+	t.Setenv("cloud", "AzureStackCloud")
 }
 
 // bearerScaledObject is the test ScaledObject for endpoint, an account of a
@@ -89,7 +105,8 @@ func TestCheckWithEntraIDTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	so := bearerScaledObject(clitest.OverTLS(t, srv))
+	endpoint := clitest.OverTLS(t, srv)
+	so := bearerScaledObject(endpoint)
 	for _, tc := range []struct {
 		name, Auth string
 		env        map[string]string
@@ -113,9 +130,10 @@ spec:
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			privateCloudEnv(t)
+			privateCloudEnv(t, endpoint)
 			if tc.grant == "assertion" {
 				clitest.Issuer.SetWorkloadIdentityEnv(t, "shop-tenant", "order-workload")
+				workloadPrivateCloudEnv(t)
 			}
 			dir := t.TempDir()
 			soFile, taFile := clitest.WriteFile(t, dir, "so.yaml", so), clitest.WriteFile(t, dir, "ta.yaml", tc.Auth)
@@ -178,9 +196,10 @@ func TestCheckLabelsSplitRangeWithEntraIDTokens(t *testing.T) {
 	for k, v := range map[string]string{"tenantId": "shop-tenant", "clientId": "order-scaler", "clientSecret": clientSecret} {
 		t.Setenv(k, v)
 	}
-	privateCloudEnv(t)
+	endpoint := clitest.OverTLS(t, srv)
+	privateCloudEnv(t, endpoint)
 	dir := t.TempDir()
-	code, out, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", bearerScaledObject(clitest.OverTLS(t, srv))), "--auth", clitest.WriteFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
+	code, out, stderr := runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "so.yaml", bearerScaledObject(endpoint)), "--auth", clitest.WriteFile(t, dir, "ta.yaml", servicePrincipalAuthYAML), "-o", "json")
 	var r checkReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != cli.ExitOK || r.checkEstimate == nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, stderr)
