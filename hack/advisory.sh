@@ -1,37 +1,44 @@
 #!/usr/bin/env bash
-# The private advisory for KEDA's own azure-cosmosdb scaler: the fix for the
-# released version, to go to KEDA's maintainers before anything public.
+# The private advisory for KEDA's own azure-cosmosdb scaler: the fix for each
+# affected release, to go to KEDA's maintainers privately.
 #
-#   hack/advisory.sh write DIR   write DIR/SECURITY_REPORT.md and
-#                                DIR/keda-v2.21.0-azure-cosmosdb.patch, after
-#                                checking that the patch applies (git apply
-#                                --check) to a clean copy of KEDA; no build
+#   hack/advisory.sh write DIR   write DIR/SECURITY_REPORT.md and, for each
+#                                affected release, DIR/keda-<version>-azure-cosmosdb.patch,
+#                                after checking that the patch applies (git apply
+#                                --check) to a clean copy of that release; no build
 #                                (make intree-patch calls this)
-#   hack/advisory.sh check       copy KEDA's module tree to a scratch dir, git init,
-#                                git apply the patch, go build, then
-#                                go test ./pkg/scalers/ -run CosmosDB (KEDA's own
-#                                tests of the scaler and the patch's)
-#   hack/advisory.sh before      the same copy with only the patch's test file:
+#   hack/advisory.sh check       for each affected release: copy KEDA's module tree
+#                                to a scratch dir, git init, git apply the patch, go
+#                                build, then go test ./pkg/scalers/ -run CosmosDB
+#                                (the release's own tests of the scaler and the patch's)
+#   hack/advisory.sh before      the same copies with only the patch's test file:
 #                                TestCosmosDBCredentialDestinations must fail there,
 #                                and its failures show what the released scaler does
+#   hack/advisory.sh versions    the releases the Go module proxy lists from v2.20.2
+#                                on, and whether each has the scaler and the same
+#                                scaler files as the first affected release
 #
 # The patch (hack/advisory/keda-v2.21.0-azure-cosmosdb.patch) changes only
 # pkg/scalers/azure_cosmosdb_scaler.go and its test file of the released
-# KEDA; it is a fix to KEDA's code, written against that code, and shares no
-# file with this repository's scaler. Regenerate it from a scratch copy
-# where it is applied and edited: git diff >hack/advisory/keda-v2.21.0-azure-cosmosdb.patch
+# KEDA; it is a fix to KEDA's code, written against that code. The same diff
+# is the stack's first pull request (hack/pr/stack/01-*). Regenerate it from
+# a scratch copy where it is applied and edited:
+#   git diff >hack/advisory/keda-v2.21.0-azure-cosmosdb.patch
 #
 # Environment:
-#   KEDA_VERSION     the released KEDA the patch is for (default v2.21.0)
-#   ADVISORY_DIR     scratch copy for check/before (default /tmp/keda-advisory), recreated
+#   KEDA_VERSIONS    the affected releases (default "v2.21.0 v2.21.1"); v2.21.1
+#                    needs Go 1.27.4, which GOTOOLCHAIN=auto fetches from the Go
+#                    module proxy
+#   ADVISORY_DIR     scratch copies for check/before (default /tmp/keda-advisory),
+#                    one subdirectory per release, recreated
 #   ADVISORY_BUILD   packages go build builds (default ./pkg/scalers/... ./cmd/...;
 #                    "./..." for all of KEDA; cold, pkg/scalers alone takes tens of
-#                    minutes on two cores)
+#                    minutes on two cores, per release)
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
-version=${KEDA_VERSION:-v2.21.0}
-patch=$src/hack/advisory/keda-$version-azure-cosmosdb.patch
+versions=${KEDA_VERSIONS:-v2.21.0 v2.21.1}
+patch=$src/hack/advisory/keda-v2.21.0-azure-cosmosdb.patch
 template=$src/hack/advisory/SECURITY_REPORT.md.tmpl
 scratch=${ADVISORY_DIR:-/tmp/keda-advisory}
 build=${ADVISORY_BUILD:-./pkg/scalers/... ./cmd/...}
@@ -39,21 +46,32 @@ build=${ADVISORY_BUILD:-./pkg/scalers/... ./cmd/...}
 fail() { echo "advisory.sh: $*" >&2; exit 1; }
 step() { echo "==> $*"; }
 
-[ -f "$patch" ] || fail "no patch for KEDA $version: $patch"
+[ -f "$patch" ] || fail "no patch: $patch"
 
-# copy_keda DIR: a clean copy of KEDA's module tree in DIR, committed.
-copy_keda() {
-	local modcache dir=$1
+# module_dir VERSION: KEDA's module tree of VERSION in the module cache.
+module_dir() {
+	local modcache
 	modcache=$(cd "$src" && go env GOMODCACHE)
-	(cd "$src" && go mod download "github.com/kedacore/keda/v2@$version") || fail "go mod download github.com/kedacore/keda/v2@$version"
-	[ -d "$modcache/github.com/kedacore/keda/v2@$version" ] || fail "KEDA $version is not in the module cache"
+	# A release may need a newer Go than this module: download only.
+	(cd "$src" && GOFLAGS=-mod=mod go mod download "github.com/kedacore/keda/v2@$1") >/dev/null 2>&1 || true
+	[ -d "$modcache/github.com/kedacore/keda/v2@$1" ] || fail "KEDA $1 is not in the module cache (go mod download github.com/kedacore/keda/v2@$1)"
+	echo "$modcache/github.com/kedacore/keda/v2@$1"
+}
+
+# copy_keda VERSION DIR: a clean copy of KEDA's module tree in DIR, committed.
+copy_keda() {
+	local from dir=$2
+	from=$(module_dir "$1")
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp -r "$modcache/github.com/kedacore/keda/v2@$version/." "$dir"
+	cp -r "$from/." "$dir"
 	chmod -R u+w "$dir"
-	(cd "$dir" && git init -q && git add -A -f && git -c user.name=advisory -c user.email=advisory@invalid commit -qm "KEDA $version" --no-verify) ||
+	(cd "$dir" && git init -q && git add -A -f && git -c user.name=advisory -c user.email=advisory@invalid commit -qm "KEDA $1" --no-verify) ||
 		fail "git init of the copy"
 }
+
+# In the copies, go may fetch the toolchain a release's go.mod needs.
+export GOTOOLCHAIN=auto
 
 case "${1:-}" in
 write)
@@ -61,38 +79,64 @@ write)
 	[ -n "$out" ] || fail "usage: hack/advisory.sh write DIR"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	copy_keda "$tmp/keda" >/dev/null
-	(cd "$tmp/keda" && git apply --check "$patch") || fail "the patch does not apply to KEDA $version"
 	mkdir -p "$out"
-	cp "$patch" "$out/"
-	sed "s/@@KEDA_VERSION@@/$version/g" "$template" >"$out/SECURITY_REPORT.md"
+	for version in $versions; do
+		copy_keda "$version" "$tmp/keda-$version" >/dev/null
+		(cd "$tmp/keda-$version" && git apply --check "$patch") || fail "the patch does not apply to KEDA $version"
+		cp "$patch" "$out/keda-$version-azure-cosmosdb.patch"
+	done
+	list=$(echo "$versions" | sed 's/ \([^ ]*\)$/ and \1/; s/ \([^ ]*\) and/, \1 and/g')
+	sed "s/@@KEDA_VERSIONS@@/$list/g" "$template" >"$out/SECURITY_REPORT.md"
 	! grep -q '@@[A-Z_]*@@' "$out/SECURITY_REPORT.md" || fail "SECURITY_REPORT.md still has placeholders"
-	echo "advisory for KEDA $version: $out/SECURITY_REPORT.md, $out/${patch##*/} (applies with git apply)"
+	! grep -qi 'TODO' "$out/SECURITY_REPORT.md" || fail "SECURITY_REPORT.md has a TODO"
+	echo "advisory for KEDA $list: $out/SECURITY_REPORT.md and one patch per release (each applies with git apply)"
 	;;
 check)
-	step "clean copy of KEDA $version in $scratch"
-	copy_keda "$scratch"
-	step "git apply ${patch#"$src"/}"
-	(cd "$scratch" && git apply "$patch" && git diff --stat)
-	step "go build $build"
-	# shellcheck disable=SC2086 # $build is a list of packages
-	(cd "$scratch" && go build $build) || fail "go build failed"
-	step "go test ./pkg/scalers/ -run CosmosDB"
-	(cd "$scratch" && go test -count=1 -run CosmosDB ./pkg/scalers/) || fail "KEDA's CosmosDB tests fail with the patch"
-	(cd "$scratch" && go test -count=1 -v -run 'TestCosmosDBCredentialDestinations' ./pkg/scalers/ | grep -E '^\s*--- (PASS|FAIL)') || true
-	echo "the patch applies to KEDA $version, builds, and its tests and KEDA's own CosmosDB tests pass"
+	for version in $versions; do
+		dir=$scratch/$version
+		step "clean copy of KEDA $version in $dir"
+		copy_keda "$version" "$dir"
+		step "git apply ${patch#"$src"/}"
+		(cd "$dir" && git apply "$patch" && git diff --stat)
+		step "go build $build ($(cd "$dir" && go version))"
+		# shellcheck disable=SC2086 # $build is a list of packages
+		(cd "$dir" && go build $build) || fail "go build failed on KEDA $version"
+		step "go test ./pkg/scalers/ -run CosmosDB"
+		(cd "$dir" && go test -count=1 -v -run CosmosDB ./pkg/scalers/ >"$dir/check.log" 2>&1) || { tail -50 "$dir/check.log"; fail "KEDA $version's CosmosDB tests fail with the patch (log: $dir/check.log)"; }
+		grep -E '^ok|^--- (PASS|FAIL): TestCosmosDB(CredentialDestinations|WorkloadIdentityAzureStackCloud)' "$dir/check.log" || true
+		echo "KEDA $version: the patch applies, builds, and its tests and the release's own CosmosDB tests pass ($(grep -c -- '^--- PASS' "$dir/check.log") top-level tests)"
+	done
 	;;
 before)
-	step "clean copy of KEDA $version in $scratch, the patch's test file only"
-	copy_keda "$scratch"
-	(cd "$scratch" && git apply --include=pkg/scalers/azure_cosmosdb_scaler_test.go "$patch")
-	step "go test ./pkg/scalers/ -run TestCosmosDBCredentialDestinations (must fail on the released scaler)"
-	if (cd "$scratch" && go test -count=1 -v -run TestCosmosDBCredentialDestinations ./pkg/scalers/) >"$scratch/before.log" 2>&1; then
-		cat "$scratch/before.log"
-		fail "TestCosmosDBCredentialDestinations passes without the fix: it shows nothing"
-	fi
-	grep -E '^\s*--- (PASS|FAIL)|scaler built' "$scratch/before.log" || true
-	echo "without the fix the test fails as above (full log: $scratch/before.log)"
+	for version in $versions; do
+		dir=$scratch/$version-before
+		step "clean copy of KEDA $version in $dir, the patch's test file only"
+		copy_keda "$version" "$dir"
+		(cd "$dir" && git apply --include=pkg/scalers/azure_cosmosdb_scaler_test.go "$patch")
+		step "go test ./pkg/scalers/ -run TestCosmosDBCredentialDestinations (must fail on the released scaler)"
+		if (cd "$dir" && go test -count=1 -v -run 'TestCosmosDBCredentialDestinations' ./pkg/scalers/) >"$dir/before.log" 2>&1; then
+			cat "$dir/before.log"
+			fail "TestCosmosDBCredentialDestinations passes on KEDA $version without the fix: it shows nothing"
+		fi
+		grep -E '^\s*--- (PASS|FAIL)|scaler created' "$dir/before.log" || true
+		echo "KEDA $version without the fix: the test fails as above (full log: $dir/before.log)"
+	done
+	;;
+versions)
+	first=${versions%% *}
+	echo "the Go module proxy's KEDA releases from v2.20.2 on:"
+	(cd "$src" && GOFLAGS=-mod=mod go list -m -versions github.com/kedacore/keda/v2) | tr ' ' '\n' | sed -n '/^v2\.20\.2$/,$p' | while read -r version; do
+		dir=$(module_dir "$version")
+		if [ ! -f "$dir/pkg/scalers/azure_cosmosdb_scaler.go" ]; then
+			echo "  $version: no azure-cosmosdb scaler"
+			continue
+		fi
+		same=yes
+		for f in pkg/scalers/azure_cosmosdb_scaler.go pkg/scalers/azure_cosmosdb_scaler_test.go pkg/scalers/azure/cloud_config.go pkg/scalers/azure/azure_cloud_environment.go pkg/scalers/azure/azure_azidentity_chain.go; do
+			cmp -s "$dir/$f" "$(module_dir "$first")/$f" || same="no ($f differs)"
+		done
+		echo "  $version: azure-cosmosdb scaler; the same files as $first: $same"
+	done
 	;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'

@@ -8,17 +8,15 @@
 #                           packages we touch; our unit tests; all of KEDA's tests of
 #                           those packages beside ours; go vet -tags e2e of the suites
 #                           (make intree)
-#   hack/intree.sh patch    copy, replace, then write the stack of pull requests into
-#                           PATCH_DIR: one folder per pull request, in order (its
-#                           git format-patch commits and PULL_REQUEST.md), ISSUE.md,
-#                           keda-docs.patch and, with hack/advisory.sh, the private
-#                           advisory folder; check each pull request's size; git am
-#                           them in order onto a fresh copy of KEDA and check each
-#                           head as make intree does (make intree-patch)
-#   hack/intree.sh stack    regenerate the stack's diffs after the code changed (a
-#                           merge, a rebase): see "The stack" below
-#   hack/intree.sh stack-write
-#                           finish a regeneration stopped by a conflict (below)
+#   hack/intree.sh patch    with PATCH_DIR (make intree-patch): the contribution, the
+#                           stack of small edits of KEDA's own scaler that
+#                           hack/pr/stack.sh applies to a fresh copy of KEDA, checks
+#                           at each head (INTREE_VERIFY=build, the default) and
+#                           writes into PATCH_DIR (one folder per pull request, its
+#                           git format-patch and PULL_REQUEST.md; ISSUE.md), then the
+#                           private advisory (hack/advisory.sh write PATCH_DIR/advisory);
+#                           with PATCH alone and INTREE_SERIES=single (hack/e2e-local.sh):
+#                           this repository's in-tree files as one commit on KEDA
 #   hack/intree.sh author   check the series' author (INTREE_AUTHOR, else git config) as
 #                           make intree-patch does, print it, and exit
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
@@ -49,38 +47,9 @@
 # file), or that would need a requirement KEDA's go.mod does not have, fails
 # the run.
 #
-# The stack ("patch"): KEDA takes one pull request at a time. hack/pr/stack/series
-# lists them in order, each with its directory hack/pr/stack/NAME (commit-1.txt,
-# commit-2.txt ...: its commit messages; PULL_REQUEST.md.tmpl) and its diff, the
-# change from the pull request before it, a git diff in this repository's paths
-# (which are KEDA's), touching in-tree files only. The first pull request has
-# no diff: it is what the others, reversed from the last to the second, leave of
-# the working tree; the last is kept up to date on its own (its procedure:
-# take its change out of a copy of the working tree so that the copy builds
-# and its tests pass, then in that copy
-#   git diff -R --no-color --no-ext-diff -- pkg/scalers >DIFF
-# where DIFF is the last line's; today 12-memory-per-scaledobject's change.diff),
-# and "hack/intree.sh stack" regenerates the others.
-# make intree-patch rebuilds each pull request's tree that way, copies it into
-# KEDA (import paths rewritten, the schema regenerated) and commits it; the
-# first pull request's commits are the scaler with its unit tests, then the e2e
-# suites. tests/repo checks that every diff applies.
-#
-# Regenerating the stack after the code changed: commit the change, then
-#   hack/intree.sh stack
-# It rebuilds the trees as the stack was last committed (the commit that last
-# changed hack/pr/stack), takes the working tree less the endpoint rule, and
-# replays each older pull request's removal onto it with git cherry-pick (a
-# three-way merge); then it writes the diffs and checks that they apply. A
-# removal that conflicts stops it: in $INTREE_DIR/new (default
-# /tmp/keda-intree-stack/new) each commit is the tree of the pull request it
-# names; resolve the files so, git add, git cherry-pick --continue, then
-#   hack/intree.sh stack-write
-# Check each pull request's tree before committing the diffs (its unit tests
-# pass, nothing of a later one is left), then commit hack/pr/stack. To move a
-# change from one pull request to another, edit the trees the same way (git
-# rebase -i in $INTREE_DIR/new) and run stack-write.
-#
+# The stack: KEDA takes one pull request at a time, each an edit of its own
+# scaler; hack/pr/stack.sh and hack/pr/stack/series say how it is kept.
+
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
 #   INTREE_DIR          scratch copy, recreated on every run
@@ -157,9 +126,9 @@ set -uo pipefail
 
 mode=${1:-check}
 case "$mode" in
-check | patch | list | author | stack | stack-write) ;;
+check | patch | list | author) ;;
 *)
-	echo "usage: $0 [check|patch|list|author|stack|stack-write]" >&2
+	echo "usage: $0 [check|patch|list|author]" >&2
 	exit 2
 	;;
 esac
@@ -559,70 +528,6 @@ if [ "$mode" = list ]; then
 	exit $status
 fi
 
-if [ "$mode" = stack ] || [ "$mode" = stack-write ]; then
-	# Regenerate the stack's diffs after the code changed (hack/pr/stack/series).
-	read_series "$repo"
-	work=${INTREE_DIR:-/tmp/keda-intree-stack}
-	if [ "$mode" = stack-write ]; then
-		stack_write "$work/new" || exit 1
-	else
-		if [ -e "$work" ] && [ ! -e "$work/.intree-stack" ]; then
-			echo "$work exists and was not made by $0; choose another INTREE_DIR" >&2
-			exit 1
-		fi
-		rm -rf "$work" && mkdir -p "$work/logs" && touch "$work/.intree-stack" || exit 1
-		# The trees as the stack was last written: the commit that last changed it.
-		old=$(cd "$repo" && git log -1 --format=%H -- hack/pr/stack)
-		[ -n "$old" ] || {
-			echo "no commit changes hack/pr/stack" >&2
-			exit 1
-		}
-		mkdir -p "$work/old-src" && (cd "$repo" && git archive "$old") | tar -x -C "$work/old-src" || exit 1
-		stack_trees "$work/old-src" "$work/old" "$work/logs" || {
-			echo "$stack_error (at $old, where the stack was last written)" >&2
-			exit 1
-		}
-		old_commit=("${stack_commit[@]}")
-		# The trees now: the working tree's in-tree files, less the last diff
-		# (the endpoint rule, kept up to date on its own), then each older
-		# removal replayed onto them (git cherry-pick: a three-way merge).
-		mkdir -p "$work/new" && cd "$work/new" && git init -q || exit 1
-		mapfile -t now_files < <(select_files "$repo")
-		(cd "$repo" && tar -cf - "${now_files[@]}") | tar -xf - -C "$work/new" || exit 1
-		stack_git "$work/new" add -A && stack_git "$work/new" commit -q -m "${stack_names[n_prs - 1]}" || exit 1
-		if [ "$n_prs" -gt 1 ]; then
-			stack_git "$work/new" apply -R "$repo/${stack_diffs[n_prs - 1]}" || {
-				echo "${stack_diffs[n_prs - 1]} does not apply in reverse to the working tree; regenerate it first (the header of $0 says how)" >&2
-				exit 1
-			}
-			stack_git "$work/new" add -A && stack_git "$work/new" commit -q --allow-empty -m "${stack_names[n_prs - 2]}" || exit 1
-		fi
-		stack_git "$work/new" fetch -q "$work/old" HEAD || exit 1
-		picks=()
-		for ((k = n_prs - 3; k >= 0; k--)); do picks+=("${old_commit[k]}"); done
-		if [ "${#picks[@]}" -gt 0 ] && ! stack_git "$work/new" cherry-pick --allow-empty "${picks[@]}" >"$work/logs/cherry-pick.log" 2>&1; then
-			cat "$work/logs/cherry-pick.log" >&2
-			cat >&2 <<MSG
-
-A pull request's removal does not replay cleanly onto the changed code. In
-$work/new: fix the conflicting files so that the tree is that pull request's
-(git status lists them; each commit there is "the tree of" the pull request it
-names), git add them, git cherry-pick --continue (again until done), then:
-  INTREE_DIR=$work hack/intree.sh stack-write
-MSG
-			exit 1
-		fi
-		stack_write "$work/new" || exit 1
-	fi
-	# The diffs just written must give the trees back.
-	stack_trees "$repo" "$work/check" "$work/logs" || {
-		echo "$stack_error" >&2
-		exit 1
-	}
-	echo "the stack's diffs apply in reverse, from the last to the second, to the working tree ($n_prs pull requests); commit hack/pr/stack"
-	exit 0
-fi
-
 if [ "$mode" = patch ]; then
 	scratch=${INTREE_DIR:-/tmp/keda-intree-patch}
 	# The series is authored, committed and signed off by a person; checked
@@ -635,6 +540,25 @@ if [ "$mode" = patch ]; then
 		[ -n "$src_tmp" ] && rm -rf "$src_tmp"
 		exit 1
 	}
+	if [ -n "${PATCH_DIR:-}" ]; then
+		# The contribution: the stack of small edits of KEDA's own scaler
+		# (hack/pr/stack.sh), each head checked, then the private advisory.
+		case "$PATCH_DIR" in /*) out=$PATCH_DIR ;; *) out=$start_dir/$PATCH_DIR ;; esac
+		if [ -e "$out" ] && [ ! -e "$out/.intree-pr" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+			echo "$out is not empty and was not made by $0; choose another PATCH_DIR" >&2
+			exit 1
+		fi
+		rm -rf "$out" && mkdir -p "$out" && touch "$out/.intree-pr" || exit 1
+		export AUTHOR="$author_name <$author_email>"
+		"$repo/hack/pr/stack.sh" apply "$scratch.stack" || exit 1
+		if [ "${INTREE_VERIFY:-build}" = build ]; then
+			STACK_HEADS=${INTREE_HEADS:-} "$repo/hack/pr/stack.sh" verify "$scratch.stack" || exit 1
+		fi
+		"$repo/hack/pr/stack.sh" write "$scratch.stack" "$out" || exit 1
+		"$repo/hack/advisory.sh" write "$out/advisory" || exit 1
+		echo "in-tree patch: OK (pull requests and ISSUE.md in $out, the private advisory in $out/advisory)"
+		exit 0
+	fi
 else
 	scratch=${INTREE_DIR:-/tmp/keda-intree}
 fi
@@ -659,8 +583,8 @@ case "$series" in split | single) ;; *)
 	exit 2
 	;;
 esac
-if [ "$series" = single ] && [ -n "$patch_dir" ]; then
-	echo "INTREE_SERIES=single only goes with PATCH alone: the pull request (PATCH_DIR) needs the endpoint rule in a commit of its own" >&2
+if [ "$mode" = patch ] && [ "$series" != single ]; then
+	echo "the stack is written with PATCH_DIR (make intree-patch; hack/pr/stack.sh); PATCH alone takes INTREE_SERIES=single" >&2
 	exit 2
 fi
 cache=${INTREE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-cosmosdb-intree}
@@ -1088,6 +1012,21 @@ else
 			GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
 			git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" "$@")
 	}
+	if [ "$series" = single ]; then
+		# One commit of the in-tree files as they are (hack/e2e-local.sh).
+		step "commit the in-tree files on KEDA $keda_version"
+		run "git-add-1.log" git add -A -f
+		git_as_author commit -q -s -m "azure-cosmosdb: the scaler of kedacore/keda-cosmosdb-scaler, in-tree" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
+		run "schema-1.log" go run ./schema/generate_scaler_schema.go --keda-version main \
+			--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
+			--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
+		run "git-add-1-schema.log" git add -A -f
+		(cd "$scratch" && git diff --cached --quiet) || git_as_author commit -q --amend --no-edit >>"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
+		pr_head=("$(cd "$scratch" && git rev-parse HEAD)")
+		stack_names=(in-tree)
+		n_prs=1
+		done_step
+	else
 	step "the stack's trees: hack/pr/stack/series, its diffs reversed from the last"
 	read_series "$src"
 	final_tree=$(cd "$scratch" && git add -A -f && git write-tree && git reset -q) || fail "git write-tree"
@@ -1143,6 +1082,7 @@ else
 	[ -n "$others" ] && fail "the series carries another identity than $author_name <$author_email>: $others"
 	(cd "$scratch" && git status --porcelain | grep -q .) && fail "files left out of the series: $(cd "$scratch" && git status --porcelain | head -5)"
 	done_step
+	fi
 
 	step "size of each pull request (added lines)"
 	# pr_size K: "prod unit e2e other" added lines of pull request K.

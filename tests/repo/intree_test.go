@@ -182,127 +182,202 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 	}
 }
 
-// stackSeries is hack/pr/stack/series: the pull requests' names and diffs, in order.
-func stackSeries(t *testing.T) (names, diffs []string) {
+// stackSeries is hack/pr/stack/series: the pull requests' names, in order.
+func stackSeries(t *testing.T) []string {
 	t.Helper()
+	var names []string
 	for _, line := range strings.Split(readRepoFile(t, "hack/pr/stack/series"), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
 			continue
 		}
-		if len(fields) != 2 {
-			t.Fatalf("hack/pr/stack/series: %q is not NAME DIFF", line)
-		}
-		names, diffs = append(names, fields[0]), append(diffs, fields[1])
+		names = append(names, fields[0])
 	}
-	if len(names) == 0 || diffs[0] != "-" {
-		t.Fatal("hack/pr/stack/series: the first pull request's DIFF must be -")
+	if len(names) == 0 {
+		t.Fatal("hack/pr/stack/series names no pull request")
 	}
-	return names, diffs
+	return names
 }
 
-// The stack of pull requests (hack/pr/stack/series): each pull request's diff
-// applies in reverse, from the last to the second, to what the ones after it
-// leave of the in-tree files, as make intree-patch applies them; each changes
-// only in-tree files; each pull request has its texts. A diff that no longer
-// applies is regenerated with hack/intree.sh stack.
-func TestStackDiffsApplyInReverse(t *testing.T) {
-	names, diffs := stackSeries(t)
+// kedaModuleDir is KEDA v2.21.0's module tree in the module cache (go mod
+// download puts it there: this module requires it).
+func kedaModuleDir(t *testing.T) string {
+	t.Helper()
+	dir := strings.TrimSpace(run(t, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/kedacore/keda/v2"))
+	if dir == "" {
+		t.Fatal("go list -m gave no directory for github.com/kedacore/keda/v2")
+	}
+	return dir
+}
+
+// testFunctionBodies maps each top-level Test function of a Go source to its text.
+func testFunctionBodies(src string) map[string]string {
+	bodies := map[string]string{}
+	name := ""
+	for _, line := range strings.SplitAfter(src, "\n") {
+		if m := regexp.MustCompile(`^func (Test\w*)\(`).FindStringSubmatch(line); m != nil {
+			name = m[1]
+		}
+		if name != "" {
+			bodies[name] += line
+			if strings.HasPrefix(line, "}") {
+				name = ""
+			}
+		}
+	}
+	return bodies
+}
+
+// The stack is edits of KEDA v2.21.0's own scaler: each pull request's
+// change.patch applies with git apply on the one before it (the first on
+// v2.21.0's scaler files), changes only the scaler and its test file, adds
+// at most 300 production lines, keeps every test function of v2.21.0's
+// azure_cosmosdb_scaler_test.go defined, and changes one only where its
+// changed-tests names it (its PULL_REQUEST.md says why); each has its texts.
+// The first pull request is the advisory's patch. (hack/pr/stack.sh verify
+// builds, lints and tests each head in a copy of all of KEDA.)
+func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
+	names := stackSeries(t)
 	dir := t.TempDir()
-	for _, name := range inTreeFiles(t) {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+	keda := kedaModuleDir(t)
+	stackDir, err := filepath.Abs(filepath.Join(root, "hack/pr/stack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const scaler, scalerTest = "pkg/scalers/azure_cosmosdb_scaler.go", "pkg/scalers/azure_cosmosdb_scaler_test.go"
+	for _, f := range []string{scaler, scalerTest} {
+		src, err := os.ReadFile(filepath.Join(keda, f))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(readRepoFile(t, name)), 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	git := func(args ...string) (string, error) {
+	git := func(args ...string) string {
+		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
-		return string(out), err
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
-	if out, err := git("init", "-q"); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
+	git("init", "-q")
+	baseTests := testFunctionBodies(readFile(t, filepath.Join(dir, scalerTest)))
+	if len(baseTests) != 38 {
+		t.Fatalf("v2.21.0's %s defines %d test functions, want 38", scalerTest, len(baseTests))
 	}
-	inTree := regexp.MustCompile(`^(pkg/scalers/azure_cosmosdb_scaler(_test)?\.go|pkg/scalers/azure/azure_cosmosdb_[a-z0-9_]+\.go|tests/scalers/azure/azure_cosmosdb(_aad_wi)?/[^/]+|tests/scalers/azure/helper/CosmosDBHelper\.go)$`)
-	for k := len(names) - 1; k >= 0; k-- {
-		for _, f := range []string{"commit-1.txt", "PULL_REQUEST.md.tmpl"} {
-			if _, err := os.Stat(filepath.Join(root, "hack/pr/stack", names[k], f)); err != nil {
-				t.Errorf("pull request %s has no hack/pr/stack/%s/%s", names[k], names[k], f)
+	if advisory := readRepoFile(t, "hack/advisory/keda-v2.21.0-azure-cosmosdb.patch"); advisory != readRepoFile(t, "hack/pr/stack/"+names[0]+"/change.patch") {
+		t.Errorf("the first pull request's change.patch is not the advisory's patch")
+	}
+	for _, name := range names {
+		for _, f := range []string{"change.patch", "commit.txt", "PULL_REQUEST.md.tmpl"} {
+			if _, err := os.Stat(filepath.Join(root, "hack/pr/stack", name, f)); err != nil {
+				t.Errorf("pull request %s has no %s", name, f)
 			}
 		}
-		if k == 0 {
-			break
-		}
-		diff, err := filepath.Abs(filepath.Join(root, diffs[k]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := git("apply", "--numstat", diff)
-		if err != nil {
-			t.Fatalf("git apply --numstat %s: %v\n%s", diffs[k], err, out)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if fields := strings.Split(line, "\t"); len(fields) != 3 || !inTree.MatchString(fields[2]) {
-				t.Errorf("%s changes %q, not an in-tree file", diffs[k], line)
+		patch := filepath.Join(stackDir, name, "change.patch")
+		prod := 0
+		for _, line := range strings.Split(strings.TrimSpace(git("apply", "--numstat", patch)), "\n") {
+			fields := strings.Split(line, "\t")
+			if len(fields) != 3 || (fields[2] != scaler && fields[2] != scalerTest) {
+				t.Errorf("%s changes %q: only the scaler and its test file", name, line)
+				continue
+			}
+			if fields[2] == scaler {
+				n, _ := strconv.Atoi(fields[0])
+				prod += n
 			}
 		}
-		if out, err := git("apply", "-R", diff); err != nil {
-			t.Fatalf("%s (pull request %d, %s) does not apply in reverse to what the pull requests after it leave: %v\n%s\nregenerate the stack: hack/intree.sh stack", diffs[k], k+1, names[k], err, out)
+		if prod > 300 {
+			t.Errorf("%s adds %d production lines, more than 300", name, prod)
+		}
+		before := testFunctionBodies(readFile(t, filepath.Join(dir, scalerTest)))
+		git("apply", patch)
+		after := testFunctionBodies(readFile(t, filepath.Join(dir, scalerTest)))
+		changed := strings.Fields(readOptionalRepoFile("hack/pr/stack/" + name + "/changed-tests"))
+		for test := range baseTests {
+			switch {
+			case after[test] == "":
+				t.Errorf("%s: v2.21.0's %s is no longer defined", name, test)
+			case after[test] != before[test] && !slices.Contains(changed, test):
+				t.Errorf("%s changes v2.21.0's %s, which its changed-tests does not name", name, test)
+			}
+		}
+		for _, test := range changed {
+			if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl"), "`"+test+"`") {
+				t.Errorf("%s changes %s but its PULL_REQUEST.md does not name it", name, test)
+			}
 		}
 	}
 }
 
-// The workload identity and endpoint rule pull requests are a security fix,
-// reported privately as KEDA's SECURITY.md asks: the public texts (every pull
-// request's description and commit messages, and the issue proposing the
-// series) do not describe how the old rules could be abused; those two
-// pull requests' commits and the issue say that details were reported
-// privately, and their descriptions that they are opened after the advisory
-// is published.
-func TestPullRequestTextDoesNotDescribeTheEndpointIssue(t *testing.T) {
-	names, _ := stackSeries(t)
-	public := []string{"hack/pr/stack/ISSUE.md.tmpl"}
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func readOptionalRepoFile(name string) string {
+	b, _ := os.ReadFile(filepath.Join(root, name))
+	return string(b)
+}
+
+// The public texts of the stack (each pull request's commit message and
+// description, and the issue proposing the series) say nothing a reviewer
+// cannot check at that pull request's head: no TODO, no note to the sender,
+// no local path, no name of what stays in this repository; and they do not
+// describe how the released scaler's credentials could be misused (that went
+// to KEDA's maintainers privately). The first pull request's description says
+// it is opened when KEDA publishes its advisory.
+func TestPullRequestTextsArePublicAndCheckable(t *testing.T) {
+	names := stackSeries(t)
+	files := []string{"hack/pr/stack/ISSUE.md.tmpl"}
 	for _, name := range names {
-		matches, _ := filepath.Glob(filepath.Join(root, "hack/pr/stack", name, "*"))
-		for _, m := range matches {
-			if strings.HasSuffix(m, ".txt") || strings.HasSuffix(m, ".tmpl") {
-				public = append(public, filepath.ToSlash(strings.TrimPrefix(m, root+string(filepath.Separator))))
+		files = append(files, "hack/pr/stack/"+name+"/commit.txt", "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl")
+	}
+	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|steal\w*|leak\w*|vulnerab\w*|malicious|victim\w*|CVE-\S*|GHSA\S*)\b`)
+	for _, f := range files {
+		text := readRepoFile(t, f)
+		for i, line := range strings.Split(text, "\n") {
+			if m := words.FindString(line); m != "" {
+				t.Errorf("%s:%d says %q", f, i+1, m)
+			}
+		}
+		for _, bad := range []string{"TODO", "@@OVERLAP@@", "/tmp/", "tests/emulator", "cosmoslag", "BENCHMARKS", "note to"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s says %q", f, bad)
 			}
 		}
 	}
-	words := regexp.MustCompile(`(?i)\b(attack\w*|exploit\w*|exfiltrat\w*|replay\w*|steal\w*|leak\w*|vulnerab\w*|malicious|CVE-\S*|GHSA\S*|advisory)\b`)
-	security := []string{"08-workload-identity", "09-endpoint-rule"}
-	for _, name := range security {
-		if !slices.Contains(names, name) {
-			t.Fatalf("hack/pr/stack/series has no %s", name)
-		}
+	if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+names[0]+"/PULL_REQUEST.md.tmpl"), "opened when KEDA publishes its advisory") {
+		t.Errorf("the first pull request's description does not say it is opened when KEDA publishes its advisory")
 	}
-	isSecurityDescription := func(file string) bool {
-		return slices.ContainsFunc(security, func(name string) bool { return file == "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl" })
+	if lines := len(strings.Split(readRepoFile(t, "hack/pr/stack/"+names[0]+"/PULL_REQUEST.md.tmpl"), "\n")); lines > 80 {
+		t.Errorf("the first pull request's description has %d lines, more than 80", lines)
 	}
-	for _, name := range public {
-		for i, line := range strings.Split(readRepoFile(t, name), "\n") {
-			m := words.FindString(line)
-			if m == "" || (strings.EqualFold(m, "advisory") && isSecurityDescription(name)) {
-				continue
-			}
-			t.Errorf("%s:%d says %q: the public text only says that the rules are tightened", name, i+1, m)
-		}
+}
+
+// The public tree names the rule a test checks, never an attack: no test
+// name or value says "victim" or "attacker" (the private report quotes
+// earlier values, as what is already public).
+func TestTestsNameTheRuleTheyCheck(t *testing.T) {
+	cmd := exec.Command("git", "grep", "-l", "-i", "-E", `victim|attacker|evil\.example`, "--", "*.go", "*.md", "*.sh", "*.tmpl", ":!hack/advisory", ":!CHANGELOG.md", ":!tests/repo/intree_test.go")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if exit, ok := err.(*exec.ExitError); err != nil && !(ok && exit.ExitCode() == 1) { // 1: no match
+		t.Fatalf("git grep: %v", err)
 	}
-	reportedPrivately := []string{"hack/pr/stack/ISSUE.md.tmpl"}
-	for _, name := range security {
-		reportedPrivately = append(reportedPrivately, "hack/pr/stack/"+name+"/commit-1.txt")
-		if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl"), "only after the maintainers have published the advisory") {
-			t.Errorf("%s's PULL_REQUEST.md does not say that it is opened after the advisory is published", name)
-		}
-	}
-	for _, name := range reportedPrivately {
-		if !strings.Contains(strings.Join(strings.Fields(readRepoFile(t, name)), " "), "reported privately") {
-			t.Errorf("%s does not say that the details were reported privately", name)
-		}
+	for _, f := range strings.Fields(string(out)) {
+		t.Errorf("%s names an attack; name the rule the test checks", f)
 	}
 }
 
@@ -351,58 +426,6 @@ func TestInTreePatchAuthorIsAPerson(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s+.*INTREE_AUTHOR="\$\(AUTHOR\)" hack/intree.sh patch$`).MatchString(readRepoFile(t, "Makefile")) {
 		t.Error("make intree-patch does not pass AUTHOR to hack/intree.sh patch")
-	}
-}
-
-// The pull requests' texts say what a reviewer can check: the core's commit
-// and body never claim "every lease", list the retried statuses exactly and
-// say the poll "logs counts"; no text carries a TODO, a size verdict, a local
-// file or a name of what stays in this repository; the core's texts state
-// nothing of what KEDA's test processor image reads; each later pull request
-// says which one it builds on; the private report, if this tree has one,
-// says nothing of what its authors did not read.
-func TestPullRequestTextIsCheckable(t *testing.T) {
-	names, _ := stackSeries(t)
-	commit1 := readRepoFile(t, "hack/pr/stack/"+names[0]+"/commit-1.txt")
-	body := readRepoFile(t, "hack/pr/stack/"+names[0]+"/PULL_REQUEST.md.tmpl")
-	for name, text := range map[string]string{"the core's commit-1.txt": commit1, "the core's PULL_REQUEST.md.tmpl": body} {
-		if m := regexp.MustCompile(`(?i)every\s+lease`).FindString(text); m != "" {
-			t.Errorf("%s says %q: undecodable documents are not counted", name, m)
-		}
-		if !strings.Contains(strings.Join(strings.Fields(text), " "), "408, 429, 449, 500, 502, 503 and 504") {
-			t.Errorf("%s does not list the retried statuses exactly (408, 429, 449, 500, 502, 503 and 504)", name)
-		}
-		if !strings.Contains(text, "logs counts") {
-			t.Errorf("%s: the V(1) line logs counts", name)
-		}
-	}
-	files := []string{filepath.Join(root, "hack/pr/stack/ISSUE.md.tmpl")}
-	for _, name := range names {
-		matches, _ := filepath.Glob(filepath.Join(root, "hack/pr/stack", name, "*"))
-		files = append(files, matches...)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, ".diff") {
-			continue
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator)))
-		text := readRepoFile(t, rel)
-		for _, bad := range []string{"TODO", "not run on this tree", "/tmp/", "size limit", "tests/emulator", "cosmoslag", "BENCHMARKS"} {
-			if strings.Contains(text, bad) {
-				t.Errorf("%s says %q", rel, bad)
-			}
-		}
-		if m := regexp.MustCompile(`(?i)(image|processor)[^.]*\breads? (from|only|after)`).FindString(text); m != "" && strings.Contains(rel, names[0]) {
-			t.Errorf("%s states what the test processor image reads: %q", rel, m)
-		}
-		if strings.HasSuffix(rel, "PULL_REQUEST.md.tmpl") && !strings.Contains(rel, names[0]) && !strings.Contains(text, "@@PREVIOUS@@") {
-			t.Errorf("%s does not say which pull request it builds on (@@PREVIOUS@@)", rel)
-		}
-	}
-	if report, err := os.ReadFile(filepath.Join(root, "hack/advisory/SECURITY_REPORT.md.tmpl")); err == nil {
-		if m := regexp.MustCompile(`(?i)black-box|did not read|not read by|without reading|unread`).FindString(string(report)); m != "" {
-			t.Errorf("SECURITY_REPORT.md.tmpl says %q: it states what was tested, not what its authors did not read", m)
-		}
 	}
 }
 

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The pull requests KEDA gets: small edits of KEDA v2.21.0's own azure-cosmosdb
+# scaler (pkg/scalers/azure_cosmosdb_scaler.go and its test file), one after
+# the other, in the order of hack/pr/stack/series.
+#
+#   hack/pr/stack.sh apply DIR      a clean copy of KEDA v2.21.0 in DIR (a git
+#                                   repository), each pull request's change.patch
+#                                   applied and committed in order, with its
+#                                   commit.txt as message and AUTHOR as author
+#   hack/pr/stack.sh verify DIR     each pull request's head in DIR: go build of
+#                                   ./pkg/scalers/... ./cmd/..., go vet and KEDA's
+#                                   golangci-lint of ./pkg/scalers/ (INTREE_LINT, else
+#                                   the one make intree installed), go test -run CosmosDB
+#                                   ./pkg/scalers/; its added production lines (non-test
+#                                   Go) at most 300; every test function of v2.21.0's
+#                                   azure_cosmosdb_scaler_test.go still defined, and
+#                                   changed only where its changed-tests file names it
+#   hack/pr/stack.sh save DIR       write each commit of DIR after the base back to
+#                                   its pull request's change.patch (edit the stack in
+#                                   DIR with git rebase -i, then save)
+#   hack/pr/stack.sh write DIR OUT  OUT/NN-name/: the pull request's git format-patch
+#                                   and PULL_REQUEST.md; OUT/ISSUE.md
+#
+# Each pull request is a directory hack/pr/stack/NN-name with change.patch (a
+# git diff in KEDA's paths against the pull request before it), commit.txt (its
+# commit message: the first line is the subject), PULL_REQUEST.md.tmpl and, when
+# it changes tests of v2.21.0 on purpose, changed-tests (one test function name a
+# line; PULL_REQUEST.md says why). The first one's change.patch is the private
+# advisory's patch (hack/advisory): the stack's first pull request is the
+# security fix, opened when KEDA publishes the advisory.
+#
+# Environment:
+#   AUTHOR          "Name <email>": author, committer and Signed-off-by of every
+#                   commit (apply); default git config user.name/user.email
+#   KEDA_VERSION    the release the stack starts from (default v2.21.0)
+#   STACK_HEADS     verify only these pull requests ("1 3"; default all)
+#   INTREE_LINT     KEDA's pinned golangci-lint; default the one make intree
+#                   installed under ${XDG_CACHE_HOME:-~/.cache}/keda-cosmosdb-intree
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/../.." && pwd)
+stack=$src/hack/pr/stack
+version=${KEDA_VERSION:-v2.21.0}
+limit_prod=300
+
+fail() { echo "stack.sh: $*" >&2; exit 1; }
+step() { echo "==> $*"; }
+
+# series: the pull requests' directory names, in order.
+series() { grep -v '^#' "$stack/series" | awk 'NF { print $1 }'; }
+
+# author: the series' person, checked as make intree-patch checks it
+# (hack/intree.sh author refuses placeholders).
+author() { INTREE_AUTHOR=${AUTHOR:-} "$src/hack/intree.sh" author; }
+
+# func_body NAME: the text of top-level function NAME in the Go source on stdin.
+func_body() { awk -v name="$1" '$0 ~ "^func " name "\\(" { on = 1 } on { print } on && /^}/ { exit }'; }
+
+# test_functions FILE: the test functions a test file defines, one a line.
+test_functions() { grep -oE '^func (Test|Fuzz|Example)[A-Za-z0-9_]*' "$1" | sed 's/^func //' | sort; }
+
+case "${1:-}" in
+apply)
+	dir=${2:?usage: hack/pr/stack.sh apply DIR}
+	who=$(author)
+	modcache=$(cd "$src" && go env GOMODCACHE)
+	(cd "$src" && go mod download "github.com/kedacore/keda/v2@$version")
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -r "$modcache/github.com/kedacore/keda/v2@$version/." "$dir"
+	chmod -R u+w "$dir"
+	cd "$dir"
+	git init -q
+	git add -A -f
+	git -c user.name=base -c user.email=base@invalid commit -qm "KEDA $version" --no-verify
+	git tag base
+	for pr in $(series); do
+		git apply --index "$stack/$pr/change.patch" || fail "$pr: change.patch does not apply on the pull request before it"
+		name=${who% <*}
+		email=${who##*<}
+		email=${email%>}
+		{ cat "$stack/$pr/commit.txt"; printf '\nSigned-off-by: %s\n' "$who"; } |
+			GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email git commit -q --no-verify -F -
+		git tag -f "$pr" >/dev/null
+		echo "$pr: $(git diff --shortstat HEAD~1)"
+	done
+	;;
+verify)
+	dir=${2:?usage: hack/pr/stack.sh verify DIR}
+	cd "$dir"
+	lint=${INTREE_LINT:-}
+	if [ -z "$lint" ]; then
+		lint=$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/keda-cosmosdb-intree/golangci-lint* 2>/dev/null | head -n 1 || true)
+	fi
+	base_tests=$(git show base:pkg/scalers/azure_cosmosdb_scaler_test.go | test_functions /dev/stdin)
+	n=0
+	bad=0
+	for pr in $(series); do
+		n=$((n + 1))
+		if [ -n "${STACK_HEADS:-}" ] && ! [[ " $STACK_HEADS " == *" $n "* ]]; then
+			continue
+		fi
+		step "$pr"
+		git checkout -q "$pr"
+		prod=$(git diff --numstat "$pr~1" "$pr" -- '*.go' ':!*_test.go' | awk '{ s += $1 } END { print s + 0 }')
+		echo "   added production lines: $prod (limit $limit_prod); $(git diff --shortstat "$pr~1" "$pr")"
+		[ "$prod" -le "$limit_prod" ] || { echo "   over the limit" >&2; bad=1; }
+		changed=$(cat "$stack/$pr/changed-tests" 2>/dev/null || true)
+		now=$(test_functions pkg/scalers/azure_cosmosdb_scaler_test.go)
+		for t in $base_tests; do
+			grep -qx "$t" <<<"$now" || { echo "   v2.21.0's $t is no longer defined" >&2; bad=1; }
+		done
+		for t in $base_tests; do
+			if [ "$(git show "$pr~1:pkg/scalers/azure_cosmosdb_scaler_test.go" | func_body "$t")" != "$(func_body "$t" <pkg/scalers/azure_cosmosdb_scaler_test.go)" ] &&
+				! grep -qx "$t" <<<"$changed"; then
+				echo "   changes v2.21.0's $t, which its changed-tests does not name" >&2
+				bad=1
+			fi
+		done
+		go build ./pkg/scalers/... ./cmd/... || { echo "   go build failed" >&2; bad=1; continue; }
+		go vet ./pkg/scalers/ || bad=1
+		if [ -n "$lint" ]; then
+			"$lint" run --timeout 15m ./pkg/scalers/ || { echo "   golangci-lint found problems" >&2; bad=1; }
+		else
+			echo "   golangci-lint: not installed (make intree installs KEDA's pinned one); skipped" >&2
+			bad=1
+		fi
+		go test -count=1 -run CosmosDB ./pkg/scalers/ || { echo "   go test -run CosmosDB ./pkg/scalers/ failed" >&2; bad=1; }
+	done
+	git checkout -q "$(series | tail -n 1)"
+	[ "$bad" = 0 ] || fail "a pull request's head failed a check (above)"
+	echo "every head builds, vets, lints and passes go test -run CosmosDB ./pkg/scalers/"
+	;;
+save)
+	dir=${2:?usage: hack/pr/stack.sh save DIR}
+	cd "$dir"
+	prev=base
+	for pr in $(series); do
+		git rev-parse -q --verify "$pr" >/dev/null || fail "$dir has no tag $pr"
+		git diff --no-color --no-ext-diff "$prev" "$pr" >"$stack/$pr/change.patch"
+		prev=$pr
+	done
+	cp "$stack/$(series | head -n 1)/change.patch" "$src/hack/advisory/keda-$version-azure-cosmosdb.patch"
+	echo "saved $(series | wc -l) change.patch files and the advisory's patch"
+	;;
+write)
+	dir=${2:?usage: hack/pr/stack.sh write DIR OUT}
+	out=${3:?usage: hack/pr/stack.sh write DIR OUT}
+	mkdir -p "$out"
+	prev=base
+	n=0
+	total=$(series | wc -l)
+	for pr in $(series); do
+		n=$((n + 1))
+		mkdir -p "$out/$pr"
+		git -C "$dir" format-patch -q -o "$(cd "$out/$pr" && pwd)" "$prev..$pr"
+		sed -e "s/@@N@@/$n/g" -e "s/@@TOTAL@@/$total/g" -e "s/@@KEDA_VERSION@@/$version/g" \
+			-e "s/@@SIZE@@/$(git -C "$dir" diff --shortstat "$prev" "$pr" | sed 's/^ //')/" \
+			"$stack/$pr/PULL_REQUEST.md.tmpl" >"$out/$pr/PULL_REQUEST.md"
+		! grep -qE '@@[A-Z_]+@@|TODO' "$out/$pr/PULL_REQUEST.md" || fail "$pr: PULL_REQUEST.md has a placeholder or TODO left"
+		prev=$pr
+	done
+	sed -e "s/@@KEDA_VERSION@@/$version/g" -e "s/@@TOTAL@@/$total/g" "$stack/ISSUE.md.tmpl" >"$out/ISSUE.md"
+	! grep -qE '@@[A-Z_]+@@|TODO' "$out/ISSUE.md" || fail "ISSUE.md has a placeholder or TODO left"
+	echo "wrote $total pull requests and ISSUE.md to $out"
+	;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+	exit 2
+	;;
+esac
