@@ -14,7 +14,7 @@ import (
 // cosmoslag's packages under internal/: one per command, over shared ones.
 var (
 	commandPackages = []string{"check", "demo", "serve", "tune", "validate"}
-	sharedPackages  = []string{"cli", "hpamodel", "inspect", "sim", "trigger"}
+	sharedPackages  = []string{"cli", "hpamodel", "poll", "sim", "trigger"}
 	// testPackages hold helpers for tests only.
 	testPackages = []string{"clitest"}
 )
@@ -104,8 +104,8 @@ func TestCommandsImportOnlySharedPackages(t *testing.T) {
 func TestCommandsUseSharedPackages(t *testing.T) {
 	code, _ := internalImports(t)
 	for cmd, want := range map[string][]string{
-		"check": {"cli", "inspect", "trigger", "hpamodel"},
-		"tune":  {"cli", "inspect", "trigger", "hpamodel", "sim"},
+		"check": {"cli", "poll", "trigger", "hpamodel"},
+		"tune":  {"cli", "poll", "trigger", "hpamodel", "sim"},
 		"demo":  {"cli", "hpamodel", "sim"},
 	} {
 		for _, w := range want {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/hpamodel"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
@@ -31,82 +31,38 @@ func checkFlags(o *trigger.Options) (*flag.FlagSet, func(io.Writer)) {
 }
 
 // checkHelp is the help of cosmoslag check, before its flags.
-const checkHelp = `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [flags]
+const checkHelp = `Usage: cosmoslag check -f scaledobject.yaml [--auth triggerauth.yaml] [--env-file secrets.env] [flags]
        cosmoslag check -n NAMESPACE SCALEDOBJECT [--context CONTEXT] [flags]
 
-Runs one estimate of an azure-cosmosdb trigger exactly as the KEDA scaler
-would (scalers.NewAzureCosmosDBScaler, then the scaler's own estimator) and
-shows it lease by lease: token, format, owner, continuation, and the lag or
-"stale parent" (its partition split or merged and the processor has not
-replaced it); when a lease's range merged or split, a RANGE column says
-which and names the ranges that hold it now ("merged into 6", "split into
-4, 5", "part of merged range 6" for an EPK lease over part of a range).
-Then the totals, the metric, whether the trigger is active, and the replicas
-KEDA and the HPA would choose from --current-replicas (taken as
-minReplicaCount when below it: KEDA never runs fewer), bounded by the
-ScaledObject's minReplicaCount and maxReplicaCount. A scale down is held
-by the HPA's scale-down stabilization window (the ScaledObject's
-advanced.horizontalPodAutoscalerConfig.behavior, 300s by default), taking
---current-replicas as the HPA's recommendation until now; the count after
-the window is shown too.
+Runs one estimate of an azure-cosmosdb trigger as the KEDA scaler would (its
+own constructor and estimator) and prints it lease by lease (token, format,
+owner, continuation, lag, merged or split ranges), then the totals, the
+metric, whether the trigger is active, and the replicas KEDA and the HPA
+would choose from --current-replicas (its scale-down stabilization window
+included). The scaler's warnings are shown, and one when leases that are not
+counted could keep a processor at zero from being woken.
 
-With -n NAMESPACE SCALEDOBJECT the objects are read from the cluster of the
-kubeconfig (--kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context,
-else its current context), read-only: the ScaledObject, its
-TriggerAuthentication or ClusterTriggerAuthentication, the Secrets and
-ConfigMaps they name and the scale target's container environment, resolved
-in KEDA's order (the authentication's env, then configMapTargetRef, then
-secretTargetRef; the container's envFrom, then env); --set still overrides.
---current-replicas defaults to the HPA's current replicas, and KEDA's view
-follows the estimate: the ScaledObject's conditions, the HPA's current value
-of the metric and its current and desired replicas, and a line saying
-whether KEDA and this estimate agree (the same desired replicas, and no
-fallback in use). A missing object or a refused read is an error naming it.
-Installed as kubectl-cosmoslag on the PATH, it runs as kubectl cosmoslag check.
+With -f nothing is read from a cluster: a Secret's or environment variable's
+value comes from --set, then a Secret document in the files, then
+--env-file, then the environment. With -n NAMESPACE SCALEDOBJECT the objects
+are read (get only) from the kubeconfig's cluster, resolved in KEDA's order,
+and KEDA's view (conditions, the HPA's metric and replicas) follows, with
+whether it agrees. Keys, connection strings and client secrets are never
+printed. cosmoslag validate checks manifests without an estimate.
 
-With -f, nothing is read from a cluster. The manifests are parsed with KEDA's
-own API types; values the cluster would supply come from local sources, looked up by
-key in this order: --set, --env-file, the process environment.
-  secretTargetRef {parameter, name, key}: --set key=…, else a kind: Secret
-    document of that name (data or stringData) in the ScaledObject's namespace
-    (KEDA's, for a ClusterTriggerAuthentication), else the sources above
-  configMapTargetRef {parameter, name, key}: the value of key
-  env {parameter, name}, and trigger ...FromEnv: NAME: the value of NAME
-Keys, connection strings and client secrets are never printed.
--f - reads standard input; the items of a kind: List are read, and a bare
-triggers: fragment is read as a ScaledObject's triggers with KEDA's defaults.
+Each request try is bounded as in KEDA's operator, by KEDA_HTTP_DEFAULT_TIMEOUT
+milliseconds (3000 by default). A refused server certificate ends the
+estimate at once; for cosmoslag serve, trust its --ca-file with SSL_CERT_FILE.
 
-The scaler's warnings (unknown keys, secrets in plain metadata) are shown,
-and a warning when no lease, or not every lease, of the processor is
-counted (never checkpointed: no continuation) while the ScaledObject can
-scale to zero (minReplicaCount 0 or unset): changes on those partitions
-would not wake the processor from zero. When no document of the processor
-is found at all (a misspelt processorName, or a processor that has not
-started), the warning says so instead and names the processor names the
-lease container's ids start with (one more paged read of its ids, at most
-10,000, counted in the Cost line; JSON: noLeaseMatch). To check manifests offline,
-without an estimate, run cosmoslag validate.
-
-Leases whose range merged or split are labelled from the monitored
-container's live partition key ranges: those the estimate holds (it reads
-them for EPK leases) or, for a range-id lease left a stale parent, read
-once more with the scaler's own client, whatever the credential (that read
-is counted in the Cost line). The leases not counted (never checkpointed,
-or not decodable) are those the estimate skipped.
-
-Each Cosmos DB request try is bounded as in KEDA's operator: by
-KEDA_HTTP_DEFAULT_TIMEOUT milliseconds from the environment, 3000 by default.
-A server certificate that is refused ends the estimate at the first try
-(a retry would meet the same certificate), and the error says how to
-trust it: for cosmoslag serve, its --ca-file, named by SSL_CERT_FILE.
-
-Exit status: 0 estimate done, 1 estimate failed (the error is printed with
+Exit status: 0 estimate done, 1 estimate failed (the error printed with
 secrets redacted), 2 invalid flags, files or trigger configuration.
+Every detail, with examples of the output: docs/usage.md.
 
 Examples:
-  cosmoslag check -f so.yaml --auth ta.yaml --env-file secrets.env --current-replicas 2
+  cosmoslag check -f examples/scaledobject.yaml --auth examples/triggerauth.yaml --env-file examples/secrets.env
   cosmoslag check -f so.yaml --set connection="$COSMOS_CONNECTION" -o json
   cosmoslag check -f so.yaml --emulator
+  cosmoslag check -n shop order-projector
 
 Flags:
 `
@@ -141,12 +97,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	report := newCheckReport(setup, o.Sample)
-	scaler, err := inspect.NewScaler(ctx, setup, &report.TriggerReport)
+	scaler, err := poll.NewScaler(ctx, setup, &report.TriggerReport)
 	if err != nil {
 		return bad("the trigger is invalid: %s", setup.Secrets.Redact(err.Error()))
 	}
 	defer scaler.Close(context.Background())
-	estimate, err := inspect.EstimateOnce(ctx, scaler, o.Timeout)
+	estimate, err := poll.EstimateOnce(ctx, scaler, o.Timeout)
 	if err != nil {
 		if view != nil {
 			view.fill(report)
@@ -167,7 +123,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // newCheckReport is the report of the trigger before its estimate.
 func newCheckReport(setup *trigger.Setup, sample bool) *checkReport {
-	return &checkReport{TriggerReport: inspect.NewTriggerReport(setup, sample)}
+	return &checkReport{TriggerReport: poll.NewTriggerReport(setup, sample)}
 }
 
 // reportEstimateFailure prints a failed estimate (msg, redacted): the JSON
@@ -184,8 +140,8 @@ func reportEstimateFailure(stdout, stderr io.Writer, output string, report *chec
 // current replicas.
 func completeReport(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, setup *trigger.Setup, report *checkReport, estimate scalers.AzureCosmosDBEstimate, current int, timeout time.Duration, stderr io.Writer) {
 	report.fill(estimate, checkNow())
-	cost := inspect.RequestCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
-	noMatch := inspect.ReportNoLeaseMatch(ctx, scaler, setup.Secrets, &report.TriggerReport, estimate, timeout, &cost)
+	cost := poll.RequestCost{Requests: report.Requests, RequestCharge: report.RequestCharge}
+	noMatch := poll.ReportNoLeaseMatch(ctx, scaler, setup.Secrets, &report.TriggerReport, estimate, timeout, &cost)
 	report.Requests, report.RequestCharge = cost.Requests, cost.RequestCharge
 	if w := wakeFromZeroWarning(setup, report); w != "" && !noMatch {
 		report.Warnings = append(report.Warnings, w)

@@ -191,7 +191,7 @@ func TestCheckBadArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "-f scaledobject.yaml is required"},
+		{[]string{}, "give the trigger: -f scaledobject.yaml (a file), or -n NAMESPACE SCALEDOBJECT (from the cluster); see --help"},
 		{[]string{"-f", so, "-o", "xml"}, "-o must be table or json"},
 		{[]string{"-f", filepath.Join(dir, "missing.yaml")}, "no such file"},
 		{[]string{"-f", notYAML}, "broken.yaml"},

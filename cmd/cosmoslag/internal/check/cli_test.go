@@ -71,3 +71,20 @@ spec:
 		t.Errorf("code %d, stderr %q", code, stderr)
 	}
 }
+
+// check without its trigger names both forms; the cluster form without a
+// kubeconfig says where it looked and what else to do, not client-go's
+// KUBERNETES_MASTER.
+func TestCheckSaysHowToGiveTheTrigger(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "check")
+	if want := "cosmoslag check: give the trigger: -f scaledobject.yaml (a file), or -n NAMESPACE SCALEDOBJECT (from the cluster); see --help\n"; code != cli.ExitBadArgs || stdout != "" || stderr != want {
+		t.Errorf("bare check: exit %d, stdout %q, stderr %q, want %q", code, stdout, stderr, want)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	_, _, err := defaultConnectCluster("", "")
+	if err == nil || err.Error() != errNoKubeconfig.Error() || strings.Contains(err.Error(), "KUBERNETES_MASTER") {
+		t.Errorf("no kubeconfig: %v, want %q", err, errNoKubeconfig)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
@@ -36,6 +37,10 @@ func clusterFlags(fs *flag.FlagSet, o *clusterOptions) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "with a ScaledObject name: the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
 }
 
+// errNoKubeconfig replaces client-go's "try setting KUBERNETES_MASTER",
+// which names no way out a user of check has.
+var errNoKubeconfig = errors.New("no kubeconfig found (--kubeconfig, $KUBECONFIG or ~/.kube/config): give one to read from a cluster, or check a file with -f scaledobject.yaml")
+
 // connectCluster makes the clients of the kubeconfig by client-go's usual
 // loading rules, and the namespace of its context; tests replace it.
 var connectCluster = func(kubeconfig, context string) (*trigger.Cluster, string, error) {
@@ -43,10 +48,13 @@ var connectCluster = func(kubeconfig, context string) (*trigger.Cluster, string,
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
 	namespace, _, err := cc.Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	var rc *rest.Config
+	if err == nil {
+		rc, err = cc.ClientConfig()
 	}
-	rc, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", errNoKubeconfig
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -69,6 +77,9 @@ func (c *clusterOptions) problem(o *trigger.Options, positional []string) string
 	if len(positional) == 0 {
 		if c.namespace != "" || c.context != "" || c.kubeconfig != "" {
 			return "-n, --context and --kubeconfig go with a ScaledObject name: cosmoslag check -n NAMESPACE SCALEDOBJECT"
+		}
+		if o.File == "" && o.Set.Malformed == 0 {
+			return "give the trigger: -f scaledobject.yaml (a file), or -n NAMESPACE SCALEDOBJECT (from the cluster); see --help"
 		}
 		return ""
 	}

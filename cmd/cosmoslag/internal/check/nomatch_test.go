@@ -8,7 +8,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/clitest"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/leasetest"
 )
 
@@ -54,14 +54,14 @@ func TestCheckTellsNoLeaseMatchFromNeverCheckpointed(t *testing.T) {
 	}
 	m := r.NoLeaseMatch
 	if m == nil || m.Processor != "order-projecter" || m.Documents != 8 || m.WithProcessorName != 0 || len(m.OtherPrefixes) != 2 ||
-		m.OtherPrefixes[0] != (inspect.LeasePrefix{Prefix: "order-projector", Documents: 4}) || m.OtherPrefixes[1] != (inspect.LeasePrefix{Prefix: "payment-projector", Documents: 4}) || m.Truncated {
+		m.OtherPrefixes[0] != (poll.LeasePrefix{Prefix: "order-projector", Documents: 4}) || m.OtherPrefixes[1] != (poll.LeasePrefix{Prefix: "payment-projector", Documents: 4}) || m.Truncated {
 		t.Errorf("noLeaseMatch: %+v", m)
 	}
 	if len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], `no lease document matches processorName "order-projecter"`) {
 		t.Errorf("warnings: %q", r.Warnings)
 	}
 
-	// The right name: leases found, no inspect.NoLeaseMatch.
+	// The right name: leases found, no poll.NoLeaseMatch.
 	code, stdout, _ = runCmd(t, "check", "-f", clitest.WriteFile(t, dir, "right.yaml", clitest.ScaledObjectYAML), "--auth", ta, "-o", "json")
 	r = checkReport{}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cli.ExitOK || r.NoLeaseMatch != nil || len(r.Leases) != 2 {
@@ -100,7 +100,7 @@ func TestCheckNoLeaseMatchShowsAForeignAccountHost(t *testing.T) {
 	}
 	m := r.NoLeaseMatch
 	if m == nil || m.Documents != 3 || m.WithProcessorName != 0 || len(m.OtherPrefixes) != 1 ||
-		m.OtherPrefixes[0] != (inspect.LeasePrefix{Prefix: "order-projectororders-westeurope.documents.azure.com", Documents: 3}) {
+		m.OtherPrefixes[0] != (poll.LeasePrefix{Prefix: "order-projectororders-westeurope.documents.azure.com", Documents: 3}) {
 		t.Errorf("noLeaseMatch: %+v\n%s", m, stdout)
 	}
 }

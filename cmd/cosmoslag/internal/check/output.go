@@ -11,14 +11,14 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/hpamodel"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
 )
 
 // checkReport is check's result, printed as a table or as JSON.
 type checkReport struct {
-	inspect.TriggerReport
+	poll.TriggerReport
 
 	// The estimate's fields are absent when it failed, so that a script
 	// cannot read a failure as a real zero lag or an inactive trigger.
@@ -95,9 +95,9 @@ func (r *checkReport) fill(e scalers.AzureCosmosDBEstimate, now time.Time) {
 		}
 		r.Leases = append(r.Leases, row)
 	}
-	sort.SliceStable(r.Leases, func(i, j int) bool { return inspect.TokenLess(r.Leases[i].Token, r.Leases[j].Token) })
+	sort.SliceStable(r.Leases, func(i, j int) bool { return poll.TokenLess(r.Leases[i].Token, r.Leases[j].Token) })
 	r.StaleParents, r.SplitRetried = res.StaleParents, res.SplitRetried
-	r.NeverCheckpointed, r.NotDecodable = inspect.UncountedLeases(res.Skipped)
+	r.NeverCheckpointed, r.NotDecodable = poll.UncountedLeases(res.Skipped)
 	r.TotalLag, r.ActivePartitions, r.Metric, r.Active = s.TotalLag, s.ActivePartitions, s.Metric, s.Active
 	r.Requests, r.RequestCharge, r.DurationMillis = res.Requests, res.RequestCharge, e.Duration.Milliseconds()
 }
@@ -120,7 +120,7 @@ func modeName(allVersionsAndDeletes bool) string {
 
 func writeCheckTable(w io.Writer, r *checkReport) error {
 	var b strings.Builder
-	inspect.WriteHeader(&b, &r.TriggerReport)
+	poll.WriteHeader(&b, &r.TriggerReport)
 	if err := writeLeaseTable(&b, r); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func writeCheckTable(w io.Writer, r *checkReport) error {
 // lease's range merged or split.
 func writeLeaseTable(b *strings.Builder, r *checkReport) error {
 	if len(r.Leases) == 0 && r.NoLeaseMatch != nil {
-		inspect.WriteNoLeaseMatchLine(b, &r.TriggerReport)
+		poll.WriteNoLeaseMatchLine(b, &r.TriggerReport)
 		return nil
 	}
 	if len(r.Leases) == 0 {
@@ -156,7 +156,7 @@ func writeLeaseTable(b *strings.Builder, r *checkReport) error {
 		}
 		age := "-"
 		if l.PendingAgeSeconds != nil {
-			age = inspect.FormatAge(*l.PendingAgeSeconds)
+			age = poll.FormatAge(*l.PendingAgeSeconds)
 		}
 		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Token, l.Format, l.Mode, cli.Or(l.Owner, "-"), shorten(l.Continuation, 28), lagText, age)
 		if changes {
@@ -176,7 +176,7 @@ func writeLeaseTable(b *strings.Builder, r *checkReport) error {
 func writeCheckTotals(b *strings.Builder, r *checkReport) {
 	fmt.Fprintf(b, "Total lag          %d over %s\n", r.TotalLag, leasesText(r))
 	if r.OldestPendingSince != nil {
-		fmt.Fprintf(b, "Oldest pending     %s ago (lease %s, made %s)\n", inspect.FormatAge(*r.OldestPendingAgeSeconds), r.OldestPendingLease, r.OldestPendingSince.Format(time.RFC3339))
+		fmt.Fprintf(b, "Oldest pending     %s ago (lease %s, made %s)\n", poll.FormatAge(*r.OldestPendingAgeSeconds), r.OldestPendingLease, r.OldestPendingSince.Format(time.RFC3339))
 	} else {
 		fmt.Fprintf(b, "Oldest pending     none known\n")
 	}

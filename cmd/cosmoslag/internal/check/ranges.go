@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers/azure"
@@ -80,7 +80,7 @@ func labelRangeChanges(rows []leaseRow, leases map[string]azure.CosmosDBLease, l
 			}
 		}
 		if r.RangeChange != "" {
-			slices.SortFunc(holding, inspect.CompareTokens)
+			slices.SortFunc(holding, poll.CompareTokens)
 			r.LiveRanges = holding
 		}
 	}
@@ -96,10 +96,10 @@ func partlyCheckpointedWarning(setup *trigger.Setup, r *checkReport, never, othe
 	}
 	var parts []string
 	if len(never) > 0 {
-		parts = append(parts, fmt.Sprintf("%d never checkpointed (no continuation: %s)", len(never), inspect.TokenList(never)))
+		parts = append(parts, fmt.Sprintf("%d never checkpointed (no continuation: %s)", len(never), poll.TokenList(never)))
 	}
 	if len(other) > 0 {
-		parts = append(parts, fmt.Sprintf("%d not decodable (%s)", len(other), inspect.TokenList(other)))
+		parts = append(parts, fmt.Sprintf("%d not decodable (%s)", len(other), poll.TokenList(other)))
 	}
 	return fmt.Sprintf("%d of the %d leases of processor %s are not counted: %s; minReplicaCount is %d: at zero replicas, changes on "+
 		"their partitions alone will not wake the processor, however many arrive; set minReplicaCount: 1 until every lease has been checkpointed",

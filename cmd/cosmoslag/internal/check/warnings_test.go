@@ -24,8 +24,8 @@ func TestCheckPrintsScalerWarnings(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
-		"WARNING  Warning: secret parameter(s) connection of scaler azure-cosmosdb given in plain trigger metadata",
-		"WARNING  Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb",
+		"WARNING  secret parameter(s) connection of scaler azure-cosmosdb given in plain trigger metadata",
+		"WARNING  Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb: KEDA ignores it; did you mean changeFeedLagThreshold?",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table does not say %q:\n%s", want, stdout)

@@ -210,16 +210,23 @@ func (s *Served) ControlCall(t *testing.T, method, path string, body any) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, raw := send(t, http.DefaultTransport.RoundTrip, req)
+	return resp.StatusCode, raw
+}
+
+// send sends req with do and reads the whole answer.
+func send(t *testing.T, do func(*http.Request) (*http.Response, error), req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, raw
+	return resp, raw
 }
 
 // ControlJSON sends a control request, expects status and decodes the reply into out.
@@ -240,15 +247,7 @@ func (s *Served) ControlJSON(t *testing.T, method, path string, body any, status
 // client that trusts only the CA file.
 func (s *Served) Cosmos(t *testing.T, method, path string, hdr map[string]string, body any) (*http.Response, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(s.Endpoint, "/")+path, rd)
+	req, err := http.NewRequest(method, strings.TrimSuffix(s.Endpoint, "/")+path, testhelp.Body(t, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,16 +262,7 @@ func (s *Served) Cosmos(t *testing.T, method, path string, hdr map[string]string
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
+	return send(t, s.Client.Do, req)
 }
 
 // ReadServeLines reads the n stdout lines after serve's two ready lines.

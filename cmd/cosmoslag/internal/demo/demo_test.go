@@ -347,7 +347,7 @@ func TestDemoMerge(t *testing.T) {
 	if mergedAt < 0 || followedAt <= mergedAt || epkAt < followedAt {
 		t.Fatalf("merge at row %d, leases followed at %d, EPK leases read at %d; want them in that order", mergedAt, followedAt, epkAt)
 	}
-	if !strings.Contains(stdout, fmt.Sprintf("  merge              ranges %s, %s → %s; 1 poll(s) saw a stale parent lease\n", a, b, merged)) {
+	if !strings.Contains(stdout, fmt.Sprintf("  merge              ranges %s, %s → %s; 1 poll(s) saw a stale parent lease (LAG marked *)\n", a, b, merged)) {
 		t.Error("the summary does not tell the merge")
 	}
 	m := regexp.MustCompile(`items written\s+(\d+); processed (\d+); backlog left (\d+)`).FindStringSubmatch(stdout)

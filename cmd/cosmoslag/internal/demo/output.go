@@ -96,11 +96,11 @@ func printDemoSummary(w io.Writer, o demoOptions, world *sim.World, polls []demo
 	fmt.Fprintf(w, "  peak lag           %d at %s (metric %d, %d active partitions)\n", peak.TotalLag, seconds(peak.At), peak.Metric, peak.ActivePartitions)
 	fmt.Fprintf(w, "  replicas           %s\n", replicaStory(activatedAt, peakReplicas, zeroAt))
 	if world.SplitInfo != "" {
-		fmt.Fprintf(w, "  split              %s; %d poll(s) saw a stale parent lease\n", world.SplitInfo, staleParent)
+		fmt.Fprintf(w, "  split              %s; %d poll(s) saw a stale parent lease (LAG marked *)\n", world.SplitInfo, staleParent)
 	}
 	switch {
 	case world.MergeInfo != "":
-		fmt.Fprintf(w, "  merge              %s; %d poll(s) saw a stale parent lease\n", world.MergeInfo, mergeStale)
+		fmt.Fprintf(w, "  merge              %s; %d poll(s) saw a stale parent lease (LAG marked *)\n", world.MergeInfo, mergeStale)
 	case o.sim.Merge:
 		fmt.Fprintf(w, "  merge              none: no two adjacent ranges had current leases before the end\n")
 	}

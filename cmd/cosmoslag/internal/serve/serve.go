@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/sim"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest/control"
 )
@@ -39,6 +40,7 @@ type serveOptions struct {
 	certFile    string
 	keyFile     string
 	merge       bool
+	seed        string
 }
 
 // keptCertificateValidity is how long a certificate serve writes to
@@ -55,6 +57,7 @@ func serveFlags(o *serveOptions) (*flag.FlagSet, func(io.Writer)) {
 	fs.StringVar(&o.certFile, "cert-file", "", "serve this certificate (PEM) instead of a fresh one, with --key-file; when neither\nfile exists, a self-signed certificate valid for a year is written to both on\nfirst start, so a restarted server is trusted by the same clients")
 	fs.StringVar(&o.keyFile, "key-file", "", "private key (PEM, written with mode 0600) of --cert-file")
 	fs.BoolVar(&o.merge, "enable-partition-merge", false, "enable partition merge on the account: POST /control/merge merges ranges, and every\nCosmos DB request must declare the PartitionMerge capability (400 otherwise)")
+	fs.StringVar(&o.seed, "seed", "", "YAML file of containers and processors (leases checkpointed, then a backlog) to\ncreate before the server listens (examples/seed.yaml shows the fields)")
 	return fs, cli.UsageWith(fs, serveHelp)
 }
 
@@ -101,7 +104,7 @@ with SSL_CERT_FILE set to it.
 Every control request is logged to stderr (method, path, status). SIGINT or
 SIGTERM stops both servers; the exit status is then 0. It is 1 when a
 listener cannot be opened or a certificate file cannot be read or written,
-2 for invalid flags.
+2 for invalid flags or a --seed file that is refused.
 
 Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
 409 or 500):
@@ -147,6 +150,7 @@ Control API (JSON; errors are {"error": "..."} with status 400, 404, 405,
   GET  /control/healthz -> 200 ok
 
 Example:
+  cosmoslag serve --seed examples/seed.yaml --ca-file /tmp/cosmoslag-ca.pem
   cosmoslag serve --addr 10.244.0.20:8081 --control-addr 10.244.0.20:8082 --ca-file /tmp/cosmos-ca.pem
   cosmoslag serve --cert-file /var/lib/cosmos/cert.pem --key-file /var/lib/cosmos/key.pem --ca-file /tmp/cosmos-ca.pem
 
@@ -192,15 +196,29 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cosmoslag serve: %v\n", err)
 		return cli.ExitBadArgs
 	}
-	if err := serve(ctx, o, stdout, stderr); err != nil {
+	var seed *sim.Seed
+	if o.seed != "" {
+		var err error
+		if seed, err = sim.ReadSeed(o.seed); err != nil {
+			fmt.Fprintf(stderr, "cosmoslag serve: --seed %v\n", err)
+			return cli.ExitBadArgs
+		}
+	}
+	if err := serve(ctx, o, seed, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "cosmoslag serve: %v\n", err)
+		if _, ok := errors.AsType[badSeed](err); ok {
+			return cli.ExitBadArgs
+		}
 		return cli.ExitFailed
 	}
 	return cli.ExitOK
 }
 
+// badSeed is a seed the control API refuses: bad input, exit status 2.
+type badSeed struct{ error }
+
 // serve runs both listeners until ctx ends.
-func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
+func serve(ctx context.Context, o serveOptions, seed *sim.Seed, stdout, logw io.Writer) error {
 	opts, err := serverOptions(o, logw)
 	if err != nil {
 		return err
@@ -210,6 +228,12 @@ func serve(ctx context.Context, o serveOptions, stdout, logw io.Writer) error {
 		return fmt.Errorf("Cosmos DB endpoint: %w", err)
 	}
 	defer srv.Close()
+	if seed != nil {
+		if err := seed.Apply(srv); err != nil {
+			return badSeed{fmt.Errorf("--seed %s: %w", o.seed, err)}
+		}
+		fmt.Fprintf(logw, "cosmoslag serve: --seed %s: %d container(s), %d processor(s)\n", o.seed, len(seed.Containers), len(seed.Processors))
+	}
 	ln, err := net.Listen("tcp", o.controlAddr)
 	if err != nil {
 		return fmt.Errorf("control API: %w", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -59,11 +58,7 @@ func (f *feedReader) read(ctx context.Context, l *simLease, maxItems int) (chang
 	default:
 		return changes{}, fmt.Errorf("%s of range %s: HTTP %d %s", operation, rangeID, resp.StatusCode, resp.Header.Get("x-ms-substatus"))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
-	}
-	c, err := f.parse(body)
+	c, err := f.parse(resp)
 	if err != nil {
 		return changes{}, fmt.Errorf("%s of range %s: %w", operation, rangeID, err)
 	}
@@ -106,10 +101,10 @@ func (f *feedReader) request(ctx context.Context, l *simLease, maxItems int) (*h
 	return req, nil
 }
 
-// parse counts the changes of a page and finds the last one's LSN: the
+// parse reads a page (at most 16 MiB), counts its changes and finds the last one's LSN: the
 // item's _lsn for latest versions, the change's metadata.lsn for all
 // versions and deletes.
-func (f *feedReader) parse(body []byte) (changes, error) {
+func (f *feedReader) parse(resp *http.Response) (changes, error) {
 	var page struct {
 		Documents []struct {
 			LSN      *int64 `json:"_lsn"`
@@ -118,8 +113,8 @@ func (f *feedReader) parse(body []byte) (changes, error) {
 			} `json:"metadata"`
 		}
 	}
-	if err := json.Unmarshal(body, &page); err != nil {
-		return changes{}, fmt.Errorf("malformed response body: %w", err)
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 16<<20)).Decode(&page); err != nil {
+		return changes{}, fmt.Errorf("malformed or too large response body: %w", err)
 	}
 	c := changes{Count: len(page.Documents)}
 	if c.Count == 0 {

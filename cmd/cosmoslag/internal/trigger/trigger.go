@@ -69,12 +69,38 @@ type Setup struct {
 	Secrets         *redact.Secrets // values to redact from every output
 	Notes           []string        // warnings for stderr
 	// Warnings are the scaler's own warnings on the trigger's metadata as
-	// written in the manifest (unknown keys, secrets in plain metadata):
-	// key names only, never a value.
+	// written in the manifest (unknown keys, with the nearest known name,
+	// and secrets in plain metadata): key names only, never a value.
 	Warnings []string
+	// Unknown are the trigger's metadata keys and its TriggerAuthentication's
+	// parameters that are no azure-cosmosdb parameter, each with the nearest
+	// known name (validate reports them as errors; check warns of the
+	// metadata keys). Key names only.
+	Unknown []string
+	// Unresolved (SetupTriggerAll only) are the values that could not be
+	// resolved locally (a Secret key, an environment variable, a missing
+	// TriggerAuthentication); those parameters are left unset.
+	Unresolved []string
+	// UnresolvedParams are the parameters Unresolved left unset.
+	UnresolvedParams []string
 	// authRefParams (check --emulator) are the parameters the
 	// TriggerAuthentication supplies, left unresolved.
 	authRefParams []string
+	// collect: record what cannot be resolved instead of failing.
+	collect bool
+	// metadataKeys are the trigger's metadata as written in the manifest.
+	metadataKeys map[string]string
+}
+
+// unresolved records a value that cannot be resolved (with collect) or
+// returns it as the error.
+func (s *Setup) unresolved(param string, err error) error {
+	if !s.collect {
+		return err
+	}
+	s.Unresolved = append(s.Unresolved, err.Error())
+	s.UnresolvedParams = append(s.UnresolvedParams, param)
+	return nil
 }
 
 // Scalable is a ScaledObject or a ScaledJob, as far as its triggers go.
@@ -116,8 +142,21 @@ func buildTrigger(m *Manifests, selector string, set map[string]string, values *
 }
 
 // SetupTrigger resolves the parameters of trigger index of target the way
-// KEDA would, from local values instead of the cluster (check and validate).
+// KEDA would, from local values instead of the cluster (check and tune). It
+// stops at the first value it cannot resolve.
 func SetupTrigger(m *Manifests, target Scalable, index int, set map[string]string, values *LocalValues, sample bool) (*Setup, error) {
+	return setupTrigger(m, target, index, set, values, sample, false)
+}
+
+// SetupTriggerAll resolves as SetupTrigger does, but a value it cannot
+// resolve is recorded in Unresolved and its parameter left unset, so that
+// the scaler's constructor still checks everything else (validate).
+func SetupTriggerAll(m *Manifests, target Scalable, index int, set map[string]string, values *LocalValues) *Setup {
+	s, _ := setupTrigger(m, target, index, set, values, false, true)
+	return s
+}
+
+func setupTrigger(m *Manifests, target Scalable, index int, set map[string]string, values *LocalValues, sample, collect bool) (*Setup, error) {
 	trigger := target.Triggers[index]
 	s := &Setup{
 		ScaledObject: target.Namespace + "/" + target.Name,
@@ -139,6 +178,11 @@ func SetupTrigger(m *Manifests, target Scalable, index int, set map[string]strin
 	// (a credential given with --set is not in plain metadata).
 	s.Warnings = scalers.AzureCosmosDBWarnings(trigger.Metadata)
 	s.Warnings = append(s.Warnings, unknownSetWarnings(m, set, s.Warnings)...)
+	for i, w := range s.Warnings {
+		s.Warnings[i] = withSuggestion(w)
+	}
+	s.Unknown = unknownMetadataKeys(trigger.Metadata)
+	s.collect, s.metadataKeys = collect, trigger.Metadata
 
 	// A trigger parameter given with --set wins over the manifests whatever
 	// its lookup order, so it goes into the metadata and the auth params,
@@ -318,6 +362,7 @@ func (s *Setup) resolveAuth(m *Manifests, ref *kedav1alpha1.AuthenticationRef, v
 		return s.withoutAuth(kind, ref.Name, notFound, overridden)
 	}
 	spec := auth.spec
+	s.Unknown = append(s.Unknown, unknownAuthParams(kind, ref.Name, &spec)...)
 	if spec.PodIdentity != nil {
 		s.Config.PodIdentity = *spec.PodIdentity
 	}
@@ -343,9 +388,15 @@ func (s *Setup) resolveAuth(m *Manifests, ref *kedav1alpha1.AuthenticationRef, v
 		if _, ok := overridden[r.param]; ok {
 			continue
 		}
+		if s.collect && !slices.Contains(knownParams, r.param) {
+			continue // reported in Unknown; the scaler never reads it
+		}
 		v, err := lookupAuthRef(m, values, kind, ref.Name, secretNamespace, r)
 		if err != nil {
-			return err
+			if err := s.unresolved(r.param, err); err != nil {
+				return err
+			}
+			continue
 		}
 		s.Config.AuthParams[r.param] = v
 		if r.what == "secret" {
@@ -393,7 +444,7 @@ func (s *Setup) withoutAuth(kind, name, notFound string, overridden map[string]s
 			kind, name, notFound, strings.Join(given, ", ")))
 		return nil
 	}
-	return fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt.Of(name), notFound)
+	return s.unresolved("authenticationRef", fmt.Errorf("the trigger uses %s %q%s: pass a file holding it with --auth, or give its parameters with --set (e.g. --set connection=…)", kind, excerpt.Of(name), notFound))
 }
 
 // noteUnreadSources notes each of the TriggerAuthentication's sources that
@@ -475,7 +526,7 @@ func lookupAuthRef(m *Manifests, values *LocalValues, kind, name, secretNamespac
 		if len(namespaces) > 0 {
 			elsewhere = fmt.Sprintf(" (Secret %s is given in namespace %s; KEDA reads it in namespace %s)", r.name, strings.Join(namespaces, ", "), secretNamespace)
 		}
-		secretOption = fmt.Sprintf(", a kind: Secret document (namespace %s) in the -f or --auth files", secretNamespace)
+		secretOption = fmt.Sprintf(", or a Secret document (namespace %s) with -f", secretNamespace)
 	}
 	if !ok {
 		v, ok = values.lookup(r.key)
@@ -485,8 +536,8 @@ func lookupAuthRef(m *Manifests, values *LocalValues, kind, name, secretNamespac
 		if r.name != "" {
 			where = fmt.Sprintf("%s %q key %q", r.what, r.name, r.key)
 		}
-		return "", fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value%s: pass --set %s=…%s, an --env-file with %s=…, or set it in the environment",
-			kind, name, r.param, where, elsewhere, r.key, secretOption, r.key)
+		return "", fmt.Errorf("%s %s: parameter %s comes from %s, which has no local value%s: add %s=… to an --env-file or the environment, pass --set %s=…%s",
+			kind, name, r.param, where, elsewhere, r.key, r.key, secretOption)
 	}
 	return v, nil
 }
@@ -515,7 +566,10 @@ func (s *Setup) resolveEnv(m *Manifests, values *LocalValues, overridden map[str
 		}
 		v, ok := values.lookup(name)
 		if !ok {
-			return fmt.Errorf("trigger parameter %s names the environment variable %s, which has no local value: set it in the environment, in an --env-file or with --set %s=…", k, name, name)
+			if err := s.unresolved(k, fmt.Errorf("trigger parameter %s names the environment variable %s, which has no local value: set it in the environment, in an --env-file or with --set %s=…", k, name, name)); err != nil {
+				return err
+			}
+			continue
 		}
 		s.Config.ResolvedEnv[name] = v
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/hpamodel"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -239,7 +239,7 @@ func analyzeTune(samples []tuneSample, in tuneInput) tuneAnalysis {
 	last := samples[len(samples)-1].estimate
 	a.PerOwner = ownerRows(a.Leases, samples, moved)
 	a.Total = totalRow(a.Leases, last, a.PerOwner)
-	if never, _ := inspect.UncountedLeases(last.Skipped); len(never) > 0 {
+	if never, _ := poll.UncountedLeases(last.Skipped); len(never) > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("lease(s) %s never checkpointed: not counted by the scaler, not measured", strings.Join(never, ", ")))
 	}
 	drained := slices.ContainsFunc(leases, func(l tuneLease) bool { return l.Drained > 0 || l.movedBack })
@@ -356,7 +356,7 @@ func trackLeases(samples []tuneSample) ([]tuneLease, []string) {
 		l.tuneDrainTime = leaseDrainTime(l, samples)
 		leases = append(leases, *l)
 	}
-	slices.SortStableFunc(leases, func(a, b tuneLease) int { return inspect.CompareTokens(a.Token, b.Token) })
+	slices.SortStableFunc(leases, func(a, b tuneLease) int { return poll.CompareTokens(a.Token, b.Token) })
 	return leases, changes
 }
 
@@ -619,7 +619,7 @@ func budgetNote(t tuneTotal, r *tuneRecommendation, budget time.Duration) string
 	}
 	drains := "does not drain: " + t.NeverDrains
 	if t.TimeToDrainSeconds != nil {
-		drains = "takes " + inspect.FormatAge(int64(*t.TimeToDrainSeconds)) + " to drain"
+		drains = "takes " + poll.FormatAge(int64(*t.TimeToDrainSeconds)) + " to drain"
 	}
 	note := fmt.Sprintf("at the current replica count the last sample's lag (%d) %s, beyond the %s budget", t.Lag, drains, budget)
 	if r.HPA.Metric < t.Lag {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/scalers"
 )
 
@@ -15,8 +15,8 @@ import (
 // document of the processor, what the lease container holds is recorded
 // in the report and the sampling stops.
 func stopWithoutLeases(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, o *tuneOptions, r *tuneReport, e scalers.AzureCosmosDBEstimate) bool {
-	cost := inspect.RequestCost{Requests: r.Requests, RequestCharge: r.RequestCharge}
-	if !inspect.ReportNoLeaseMatch(ctx, scaler, r.secrets, &r.TriggerReport, e, o.Timeout, &cost) {
+	cost := poll.RequestCost{Requests: r.Requests, RequestCharge: r.RequestCharge}
+	if !poll.ReportNoLeaseMatch(ctx, scaler, r.secrets, &r.TriggerReport, e, o.Timeout, &cost) {
 		return false
 	}
 	r.Requests, r.RequestCharge = cost.Requests, cost.RequestCharge
@@ -32,8 +32,8 @@ func writeTuneNoLeaseMatch(stdout, stderr io.Writer, output string, r *tuneRepor
 	r.Reasons, r.Reason, r.ExitCode = []string{reason}, reason, exitNoRecommendation
 	code := cli.WriteReport("tune", stdout, stderr, output, r, func(w io.Writer) error {
 		var b strings.Builder
-		inspect.WriteHeader(&b, &r.TriggerReport)
-		inspect.WriteNoLeaseMatchLine(&b, &r.TriggerReport)
+		poll.WriteHeader(&b, &r.TriggerReport)
+		poll.WriteNoLeaseMatchLine(&b, &r.TriggerReport)
 		fmt.Fprintf(&b, "No recommendation: nothing to measure; stopped after the first sample.\n\n")
 		fmt.Fprintf(&b, "Cost          %d request(s), %.2f RU over 1 sample(s)\n", r.Requests, r.RequestCharge)
 		_, err := io.WriteString(w, b.String())

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 	"github.com/kedacore/keda-cosmosdb-scaler/internal/redact"
 )
 
 // tuneReport is tune's result, printed as text or as one JSON document.
 type tuneReport struct {
-	inspect.TriggerReport
+	poll.TriggerReport
 	// Simulation describes the simulated processor (--emulator).
 	Simulation      *tuneSimulationInfo `json:"simulation,omitempty"`
 	WindowSeconds   float64             `json:"windowSeconds"`
@@ -62,7 +62,7 @@ type tuneSimulationInfo struct {
 }
 
 func newTuneReport(setup *trigger.Setup, o *tuneOptions, sim *tuneSimulation) *tuneReport {
-	r := &tuneReport{TriggerReport: inspect.NewTriggerReport(setup, o.Sample), WindowSeconds: o.window.Seconds(), IntervalSeconds: o.interval.Seconds(),
+	r := &tuneReport{TriggerReport: poll.NewTriggerReport(setup, o.Sample), WindowSeconds: o.window.Seconds(), IntervalSeconds: o.interval.Seconds(),
 		Clock: "wall", secrets: setup.Secrets}
 	if sim != nil {
 		c := sim.w.Cfg
@@ -127,7 +127,7 @@ func writeTuneReport(stdout, stderr io.Writer, output string, r *tuneReport) int
 
 func writeTuneText(w io.Writer, r *tuneReport) error {
 	var b strings.Builder
-	inspect.WriteHeader(&b, &r.TriggerReport)
+	poll.WriteHeader(&b, &r.TriggerReport)
 	clock := "real time"
 	if s := r.Simulation; s != nil {
 		clock = "the simulation's clock"
@@ -250,7 +250,7 @@ func writeTuneVerdict(b *strings.Builder, r *tuneReport) {
 func drainTimeText(t tuneDrainTime) string {
 	switch {
 	case t.TimeToDrainSeconds != nil:
-		return inspect.FormatAge(int64(*t.TimeToDrainSeconds))
+		return poll.FormatAge(int64(*t.TimeToDrainSeconds))
 	case strings.HasPrefix(t.NeverDrains, "writes arrive"):
 		return "never (writes ≥ drain)"
 	case strings.HasPrefix(t.NeverDrains, "a replica drains nothing"):

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/cli"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/hpamodel"
-	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/inspect"
+	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/poll"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/sim"
 	"github.com/kedacore/keda-cosmosdb-scaler/cmd/cosmoslag/internal/trigger"
 	"github.com/kedacore/keda-cosmosdb-scaler/pkg/cosmostest"
@@ -159,7 +159,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	report := newTuneReport(setup, &o, sim)
-	scaler, err := inspect.NewScaler(ctx, setup, &report.TriggerReport)
+	scaler, err := poll.NewScaler(ctx, setup, &report.TriggerReport)
 	if err != nil {
 		return bad("the trigger is invalid: %s", setup.Secrets.Redact(err.Error()))
 	}
@@ -286,7 +286,7 @@ func takeSamples(ctx context.Context, scaler *scalers.AzureCosmosDBScaler, clock
 			report.interrupt(k, n)
 			return samples, nil
 		}
-		e, err := inspect.EstimateOnce(ctx, scaler, o.Timeout)
+		e, err := poll.EstimateOnce(ctx, scaler, o.Timeout)
 		report.Requests += e.Requests
 		report.RequestCharge += e.RequestCharge
 		switch {

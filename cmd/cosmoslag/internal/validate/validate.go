@@ -41,8 +41,11 @@ type validateResult struct {
 	TriggerIndex int    `json:"triggerIndex"`
 	TriggerName  string `json:"triggerName,omitempty"`
 	Valid        bool   `json:"valid"`
-	// Error is the scaler's error naming the parameter, redacted.
-	Error string `json:"error,omitempty"`
+	// Problems are every problem of the trigger, each naming its parameter
+	// or key (always an array; empty when valid); Error is them joined with
+	// "; ". Redacted.
+	Problems []string `json:"problems"`
+	Error    string   `json:"error,omitempty"`
 	// Warnings are the scaler's warnings (key names only), Notes what the
 	// resolution of the trigger noted; both always arrays.
 	Warnings []string `json:"warnings"`
@@ -169,32 +172,73 @@ func printValidateResult(w io.Writer, r validateResult) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "%s: note: %s\n", label, n)
 	}
-	if r.Valid {
+	switch {
+	case r.Valid:
 		fmt.Fprintf(w, "%s: valid\n", label)
-	} else {
-		fmt.Fprintf(w, "%s: invalid: %s\n", label, r.Error)
+	case len(r.Problems) == 1:
+		fmt.Fprintf(w, "%s: invalid: %s\n", label, r.Problems[0])
+	default:
+		fmt.Fprintf(w, "%s: invalid, %d problems:\n", label, len(r.Problems))
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
 	}
 }
 
 // validateTrigger resolves the trigger as check does and builds the scaler
-// with its constructor, which validates and makes no request. The error is
-// redacted.
+// with its constructor, which validates and makes no request. Every problem
+// is reported: the keys that are no parameter, the values that cannot be
+// resolved, and each error of the constructor (a value's problem that only
+// a missing value causes is left to that value's). Redacted.
 func validateTrigger(m *trigger.Manifests, target trigger.Scalable, index int, set map[string]string, values *trigger.LocalValues) validateResult {
 	r := validateResult{Kind: target.Kind, Name: target.Namespace + "/" + target.Name, TriggerIndex: index,
-		TriggerName: target.Triggers[index].Name, Warnings: []string{}, Notes: []string{}}
-	setup, err := trigger.SetupTrigger(m, target, index, set, values, false)
-	if err != nil {
-		r.Error = values.Secrets.Redact(err.Error())
-		return r
-	}
-	r.Warnings = append(r.Warnings, setup.Warnings...)
+		TriggerName: target.Triggers[index].Name, Warnings: []string{}, Notes: []string{}, Problems: []string{}}
+	setup := trigger.SetupTriggerAll(m, target, index, set, values)
+	r.Warnings = append(r.Warnings, setup.OtherWarnings()...) // an unknown key is a problem here
 	r.Notes = append(r.Notes, setup.Notes[len(m.Notes):]...)
+	r.Problems = append(r.Problems, setup.Unknown...)
+	r.Problems = append(r.Problems, setup.Unresolved...)
 	scaler, err := scalers.NewAzureCosmosDBScaler(setup.Config)
-	if err != nil {
-		r.Error = strings.TrimPrefix(setup.Secrets.Redact(err.Error()), "error parsing azure-cosmosdb metadata: ")
-		return r
+	if err == nil {
+		_ = scaler.Close(context.Background())
+	} else {
+		msg := strings.TrimPrefix(err.Error(), "error parsing azure-cosmosdb metadata: ")
+		for line := range strings.SplitSeq(msg, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !namesAny(line, setup.UnresolvedParams) {
+				r.Problems = append(r.Problems, line)
+			}
+		}
 	}
-	_ = scaler.Close(context.Background())
-	r.Valid = true
+	for i, p := range r.Problems {
+		r.Problems[i] = setup.Secrets.Redact(p)
+	}
+	r.Valid = len(r.Problems) == 0
+	r.Error = strings.Join(r.Problems, "; ")
 	return r
+}
+
+// namesAny reports whether an error line names one of the parameters (a
+// whole word), as the constructor's complaint about a credential that is
+// only missing because its value could not be resolved does.
+func namesAny(line string, params []string) bool {
+	for _, p := range params {
+		for i := strings.Index(line, p); i >= 0; {
+			end := i + len(p)
+			before := i == 0 || !isWordByte(line[i-1])
+			after := end == len(line) || !isWordByte(line[end])
+			if before && after {
+				return true
+			}
+			next := strings.Index(line[i+1:], p)
+			if next < 0 {
+				break
+			}
+			i += 1 + next
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

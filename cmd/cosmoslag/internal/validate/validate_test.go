@@ -137,7 +137,7 @@ func TestValidate(t *testing.T) {
 		{"lease key without leaseEndpoint", "        leaseEndpoint: " + endpoint + "\n", "", "leaseEndpoint"},
 		{"key not base64", `  key: "` + key + `"`, `  key: "not base64!"`, "cosmosDBKey"},
 		{"threshold 0", `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, "changeFeedLagThreshold"},
-		{"misspelt key", `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "50"`, "warning: Unmatched input property changeFeedLagTreshold"},
+		{"misspelt key", `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "50"`, "did you mean changeFeedLagThreshold?"},
 	} {
 		in := strings.Replace(clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets, tc.from, tc.to, 1)
 		if in == clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets {
@@ -219,7 +219,7 @@ func TestValidateJSON(t *testing.T) {
 		t.Fatalf("invalid: exit %d, report %+v", code, r)
 	}
 	so, sj = r.Triggers[0], r.Triggers[1]
-	if so.Valid || !strings.Contains(so.Error, "changeFeedLagThreshold") || len(so.Warnings) != 1 || !strings.Contains(so.Warnings[0], "changeFeedLagTreshold") {
+	if so.Valid || len(so.Problems) != 2 || !strings.Contains(so.Problems[0], "changeFeedLagTreshold") || !strings.Contains(so.Problems[1], "changeFeedLagThreshold must be greater than 0") || len(so.Warnings) != 0 {
 		t.Errorf("ScaledObject: %+v", so)
 	}
 	if sj.Valid || !strings.Contains(sj.Error, "cosmosDBKey") {
@@ -243,19 +243,19 @@ func TestValidateJSON(t *testing.T) {
 	}
 }
 
-// A misspelt parameter given with --set draws the unknown-key warning it
-// draws in the YAML; keys the manifests reference (a Secret key, a
-// ...FromEnv variable) and known parameters draw none.
+// A misspelt parameter given with --set draws a warning naming the nearest
+// parameter (in the YAML it is an error); keys the manifests reference (a
+// Secret key, a ...FromEnv variable) and known parameters draw none.
 func TestValidateWarnsOfUnknownSetKeys(t *testing.T) {
 	so := clitest.WriteFile(t, t.TempDir(), "so.yaml", strings.Replace(clitest.ScaledObjectYAML, "processorName: order-projector",
 		"processorName: order-projector\n        leaseConnectionFromEnv: LEASE_CONN", 1)+"---\n"+clitest.TriggerAuthYAML)
 	const conn = "AccountEndpoint=https://shop.documents.azure.com:443/;AccountKey=c2VjcmV0c2VjcmV0;"
 	yamlTyped := clitest.WriteFile(t, t.TempDir(), "typo.yaml", strings.Replace(clitest.ScaledObjectYAML, `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "5"`, 1)+"---\n"+clitest.TriggerAuthYAML)
-	_, fromYAML, _ := runCmd(t, "validate", "-f", yamlTyped, "--set", "connectionString="+conn)
-	const want = "ScaledObject shop/order-projector trigger 1 (orders): warning: Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb\n"
-	if !strings.Contains(fromYAML, want) {
-		t.Fatalf("the YAML path does not warn %q:\n%s", want, fromYAML)
+	code, fromYAML, _ := runCmd(t, "validate", "-f", yamlTyped, "--set", "connectionString="+conn)
+	if want := "invalid: metadata key changeFeedLagTreshold is not an azure-cosmosdb parameter, so KEDA ignores it; did you mean changeFeedLagThreshold?\n"; code != cli.ExitBadArgs || !strings.Contains(fromYAML, want) {
+		t.Fatalf("the YAML path: exit %d, does not say %q:\n%s", code, want, fromYAML)
 	}
+	const want = "ScaledObject shop/order-projector trigger 1 (orders): warning: Unmatched input property changeFeedLagTreshold in scaler azure-cosmosdb: KEDA ignores it; did you mean changeFeedLagThreshold?\n"
 
 	code, stdout, stderr := runCmd(t, "validate", "-f", so, "--set", "connectionString="+conn, "--set", "LEASE_CONN="+conn, "--set", "changeFeedLagTreshold=5")
 	if code != cli.ExitOK || !strings.Contains(stdout, want) {

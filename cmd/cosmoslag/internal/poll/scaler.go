@@ -1,9 +1,9 @@
-// Package inspect builds a trigger's scaler and runs one estimate as KEDA's
+// Package poll builds a trigger's scaler and runs one estimate as KEDA's
 // poll does (ending at once on a server certificate that is refused), and
 // holds what check and tune both report of it: the trigger's header, the
 // order of lease tokens, the leases not counted, and what the lease
 // container holds when no document of the processor is found.
-package inspect
+package poll
 
 import (
 	"context"
