@@ -1,6 +1,7 @@
 package scalers
 
-// This file is NOT part of the in-tree drop-in. It is what this repository's
+// This file is NOT part of the in-tree drop-in (it is named cosmoslag_*.go,
+// outside the drop-in's azure_cosmosdb_*.go pattern). It is what this repository's
 // commands (cmd/cosmoslag, cmd/cosmosdb-external-scaler) know of the
 // azure-cosmosdb scaler: each estimate whole (Estimate makes it as
 // GetMetricsAndActivity does), its parameters as its `keda:` tags declare

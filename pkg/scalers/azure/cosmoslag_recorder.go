@@ -1,6 +1,7 @@
 package azure
 
-// This file is NOT part of the in-tree drop-in: it is what this repository's
+// This file is NOT part of the in-tree drop-in (it is named cosmoslag_*.go,
+// outside the drop-in's azure_cosmosdb_*.go pattern): it is what this repository's
 // commands read of a poll beyond the scaler's estimate. The commands hand the
 // scaler a CosmosDBRecorder as its transport; it counts the requests and
 // request units and keeps the lease query's pages and each change feed
