@@ -4,7 +4,7 @@ PKGS := ./...
 # `make help` lists every target that has a `## description` after its name.
 .DEFAULT_GOAL := build
 
-.PHONY: help build test lint ci demo bench bench-compare bench-fleet bench-instructions external-kedaclient intree intree-patch e2e-local e2e-local-external
+.PHONY: help build test test-unit lint ci demo bench bench-compare bench-fleet bench-instructions external-kedaclient intree intree-patch e2e-local e2e-local-external
 .PHONY: image image-push helm-lint helm-template helm-package tools dist
 
 help: ## List the targets and what each does
@@ -15,6 +15,9 @@ build: ## Compile every package and both commands (go build ./...)
 
 test: ## The README's test command: unit and embedded-server tests, race detector on (needs cgo and a C compiler)
 	$(GO) test -race -count=1 $(PKGS)
+
+test-unit: ## The inner loop: make test with -short, which leaves out the steps that build tools, images or commands or run the SDK suites (no network needed once the modules are downloaded)
+	$(GO) test -race -short -count=1 $(PKGS)
 
 lint: ## gofmt check of every tracked Go file, then go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kedacore/keda-cosmosdb-scaler/internal/testhelp"
 )
 
 // accountKey is the Azure Cosmos DB Emulator's published key, the default
@@ -56,15 +57,18 @@ func TestJavaScriptSDK(t *testing.T) {
 
 var (
 	jsInstall    sync.Once
+	jsInstallOut []byte
 	jsInstallErr error
 )
 
 // jsSuite returns node and the js directory with the packages of its
 // lockfile installed: npm ci runs once when node_modules is missing, so a
-// fresh clone needs no step before go test. It skips only when node or npm
-// is not installed.
+// fresh clone needs no step before go test. It skips when node or npm is
+// not installed, and offline outside CI when npm ci cannot reach the
+// registry.
 func jsSuite(t *testing.T) (node, dir string) {
 	t.Helper()
+	skipShort(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (.ci/run installs the suite's dependencies)")
@@ -84,18 +88,15 @@ func jsSuite(t *testing.T) (node, dir string) {
 		// The lockfile pins every package; npm ci installs exactly that.
 		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			jsInstallErr = fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
-		}
+		jsInstallOut, jsInstallErr = install.CombinedOutput()
 	})
-	if jsInstallErr != nil {
-		t.Fatal(jsInstallErr)
-	}
+	testhelp.NetworkStep(t, "npm ci in "+dir, "the npm registry", jsInstallErr, jsInstallOut)
 	return node, dir
 }
 
 func TestPythonSDK(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	if _, err := os.Stat(pythonSDK); err != nil {
 		t.Skipf("%s is not installed (.ci/run installs python3-azure-cosmos)", pythonSDK)
 	}
@@ -105,6 +106,15 @@ func TestPythonSDK(t *testing.T) {
 	acc := startServers(t)
 	script, _ := filepath.Abs(filepath.Join("python", "suite.py"))
 	runSuite(t, "python", acc, exec.Command(pythonSDK, script), "COSMOS_CA_FILE="+acc.caFile)
+}
+
+// skipShort skips an SDK suite under go test -short: the suites build and
+// start cosmoslag serve and run node or python3 (about 4 minutes on 2 cores).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the SDK suites run node and python3 against cosmoslag serve (minutes)")
+	}
 }
 
 // caseResult is one line of a suite's output.
@@ -321,7 +331,7 @@ func launch(caFile string, extra ...string) (*server, error) {
 			}
 		case <-deadline:
 			stopServer()
-			return nil, errors.New("cosmoslag serve did not start within 5 minutes:\n" + stderr.String())
+			return nil, fmt.Errorf("cosmoslag serve did not start within 5 minutes:\n%s", stderr.String())
 		}
 	}
 	go func() {
