@@ -1105,6 +1105,32 @@ func TestCosmosDBCredentialDestinationsThroughTheScaler(t *testing.T) {
 			assert.Empty(t, recorder.requests(), "the recording host saw requests")
 		})
 	}
+	// Each credential source the ScaledObject's author owns, or whose
+	// endpoint comes with it, goes where the trigger says.
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]string
+		auth     map[string]string
+		env      map[string]string
+	}{
+		{name: "connection from the TriggerAuthentication", auth: map[string]string{"connection": "AccountEndpoint=" + outside.URL + "/;AccountKey=" + testCosmosDBAccountKey}},
+		{name: "connectionFromEnv", metadata: map[string]string{"connectionFromEnv": "COSMOS"}, env: map[string]string{"COSMOS": "AccountEndpoint=" + outside.URL + "/;AccountKey=" + testCosmosDBAccountKey}},
+		{name: "leaseConnectionFromEnv", metadata: map[string]string{"connectionFromEnv": "COSMOS", "leaseConnectionFromEnv": "LEASES"},
+			env: map[string]string{"COSMOS": "AccountEndpoint=https://shop.documents.azure.com/;AccountKey=" + testCosmosDBAccountKey, "LEASES": "AccountEndpoint=" + outside.URL + "/;AccountKey=" + testCosmosDBAccountKey}},
+		{name: "cosmosDBKeyFromEnv with an endpoint from trigger metadata", metadata: map[string]string{"endpoint": outside.URL, "cosmosDBKeyFromEnv": "KEY"}, env: map[string]string{"KEY": testCosmosDBAccountKey}},
+		{name: "leaseCosmosDBKeyFromEnv with a leaseEndpoint from trigger metadata",
+			metadata: map[string]string{"endpoint": "https://shop.documents.azure.com/", "cosmosDBKeyFromEnv": "KEY", "leaseEndpoint": outside.URL, "leaseCosmosDBKeyFromEnv": "LEASE_KEY"},
+			env:      map[string]string{"KEY": testCosmosDBAccountKey, "LEASE_KEY": testCosmosDBAccountKey}},
+		{name: "cosmosDBKey and endpoint both from the TriggerAuthentication", auth: map[string]string{"endpoint": outside.URL, "cosmosDBKey": testCosmosDBAccountKey}},
+	} {
+		t.Run("allowed: "+tc.name, func(t *testing.T) {
+			config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(tc.metadata), AuthParams: tc.auth,
+				ResolvedEnv: tc.env, GlobalHTTPTimeout: 5 * time.Second}
+			if _, err := newAzureCosmosDBScaler(config, testCosmosDBClient(t, config)); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
 	t.Run("the recorder is reachable: a connection string to it is sent a signed request", func(t *testing.T) {
 		recorder.reset()
 		config := &scalersconfig.ScalerConfig{TriggerType: "azure-cosmosdb", TriggerMetadata: testCosmosDBMetadata(nil), GlobalHTTPTimeout: 5 * time.Second,
