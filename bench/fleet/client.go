@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,12 +107,16 @@ func runClient(args []string) error {
 	hpaWorkers := fs.Int("hpa-workers", 5, "the HPA controller's concurrent syncs")
 	window := fs.Duration("window", 60*time.Second, "measured after the first polling interval")
 	timeout := fs.Duration("timeout", 3*time.Second, "GlobalHTTPTimeout (KEDA_HTTP_DEFAULT_TIMEOUT's default)")
+	maxConnsPerHost := fs.Int("max-conns-per-host", 0, "a per-host connection limit on KEDA's shared transport, as its operator could set it (0: none, KEDA v2.21.0's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logf.SetLogger(logr.Discard()) // both scalers log through controller-runtime
 	// As KEDA's operator does at start-up, with its flags' defaults.
 	if err := kedautil.ConfigureHTTPTransport(kedautil.HTTPTransportConfig{MaxIdleConnsPerHost: 1000, IdleConnTimeout: 90 * time.Second}); err != nil {
+		return err
+	}
+	if err := limitConnsPerHost(*maxConnsPerHost); err != nil {
 		return err
 	}
 	newScaler := implementations[*impl]
@@ -399,6 +405,30 @@ func operatorConfig(i int, impl, auth, endpoint, key string, pollingInterval, ti
 		Recorder:                &events.FakeRecorder{},
 		TriggerUniqueKey:        fmt.Sprintf("%s-%s-%s-%d", "ScaledObject", "fleet", name, 0),
 	}
+}
+
+// limitConnsPerHost sets MaxConnsPerHost on KEDA's shared transport,
+// which v2.21.0 does not configure: what a KEDA operator setting would do
+// (hack/pr/keda-issue-fleet.md). The transport is behind KEDA's metrics
+// round tripper, in an unexported field.
+func limitConnsPerHost(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	rt := reflect.ValueOf(kedautil.CreateRT(false))
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	next := rt.FieldByName("next")
+	if !next.IsValid() {
+		return fmt.Errorf("KEDA's shared round tripper %s has no field next", rt.Type())
+	}
+	tr, ok := reflect.NewAt(next.Type(), unsafe.Pointer(next.UnsafeAddr())).Elem().Interface().(*http.Transport)
+	if !ok {
+		return fmt.Errorf("KEDA's shared round tripper wraps a %s, not an *http.Transport", next.Type())
+	}
+	tr.MaxConnsPerHost = n
+	return nil
 }
 
 // liveHeap is the live heap: after a full GC when gc, else as of the last GC.

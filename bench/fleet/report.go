@@ -149,34 +149,42 @@ func markdown(results []clientResult) string {
 			g.med(func(r clientResult) float64 { return float64(r.Throttled) }),
 			g.loads())
 	}
-	fmt.Fprintf(&b, "\nThe restart burst: every operator loop's first poll at once (cold scalers).\n\n")
-	fmt.Fprintf(&b, "| N × L | auth | implementation | burst polls | failed | p50 ms | p99 ms | last poll returned after s |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, g := range gs {
-		if g.key.Shape != "restart" {
-			continue
+	shapeTable(&b, gs, "restart", "\nThe restart burst: every operator loop's first poll at once (cold scalers).",
+		[]string{"burst polls", "failed", "p50 ms", "p99 ms", "last poll returned after s"}, func(g group) []string {
+			return []string{
+				fmt.Sprintf("%.0f", g.med(func(r clientResult) float64 { return float64(r.BurstPolls) })),
+				fmt.Sprint(g.sum(func(r clientResult) int { return r.BurstFailed })),
+				fmt.Sprintf("%.1f", g.med(func(r clientResult) float64 { return r.BurstP50 })),
+				fmt.Sprintf("%.1f", g.med(func(r clientResult) float64 { return r.BurstP99 })),
+				fmt.Sprintf("%.2f", g.med(func(r clientResult) float64 { return r.BurstSecs })),
+			}
+		})
+	kib := func(f func(clientResult) float64) func(group) string {
+		return func(g group) string {
+			return fmt.Sprintf("%.1f", g.med(func(r clientResult) float64 { return f(r) / 1024 }))
 		}
-		fmt.Fprintf(&b, "| %d × %d | %s | %s | %.0f | %d | %.1f | %.1f | %.2f |\n", g.key.N, g.key.L, g.key.Auth, g.key.Impl,
-			g.med(func(r clientResult) float64 { return float64(r.BurstPolls) }),
-			g.sum(func(r clientResult) int { return r.BurstFailed }),
-			g.med(func(r clientResult) float64 { return r.BurstP50 }),
-			g.med(func(r clientResult) float64 { return r.BurstP99 }),
-			g.med(func(r clientResult) float64 { return r.BurstSecs }))
 	}
-	fmt.Fprintf(&b, "\nMemory per ScaledObject (the fleet process, above its baseline before any scaler was built; steady shape).\n\n")
-	fmt.Fprintf(&b, "| N × L | auth | implementation | heap built KiB | heap idle KiB | heap idle, connections closed, KiB | heap polling KiB | goroutines idle | goroutines idle, connections closed | goroutines polling |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, g := range gs {
-		if g.key.Shape != "steady" {
-			continue
-		}
-		fmt.Fprintf(&b, "| %d × %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |\n", g.key.N, g.key.L, g.key.Auth, g.key.Impl,
-			g.med(func(r clientResult) float64 { return r.HeapPerSOBuilt / 1024 }),
-			g.med(func(r clientResult) float64 { return r.HeapPerSOIdle / 1024 }),
-			g.med(func(r clientResult) float64 { return r.HeapPerSONoConns / 1024 }),
-			g.med(func(r clientResult) float64 { return r.HeapPerSOPolling / 1024 }),
-			g.med(func(r clientResult) float64 { return r.GoroutinesPerSOIdle }),
-			g.med(func(r clientResult) float64 { return r.GoroutinesPerSONoConns }),
-			g.med(func(r clientResult) float64 { return r.GoroutinesPerSOPoll }))
+	per := func(f func(clientResult) float64) func(group) string {
+		return func(g group) string { return fmt.Sprintf("%.2f", g.med(f)) }
 	}
+	memory := []func(group) string{
+		kib(func(r clientResult) float64 { return r.HeapPerSOBuilt }),
+		kib(func(r clientResult) float64 { return r.HeapPerSOIdle }),
+		kib(func(r clientResult) float64 { return r.HeapPerSONoConns }),
+		kib(func(r clientResult) float64 { return r.HeapPerSOPolling }),
+		per(func(r clientResult) float64 { return r.GoroutinesPerSOIdle }),
+		per(func(r clientResult) float64 { return r.GoroutinesPerSONoConns }),
+		per(func(r clientResult) float64 { return r.GoroutinesPerSOPoll }),
+	}
+	shapeTable(&b, gs, "steady", "\nMemory per ScaledObject (the fleet process, above its baseline before any scaler was built; steady shape).",
+		[]string{"heap built KiB", "heap idle KiB", "heap idle, connections closed, KiB", "heap polling KiB", "goroutines idle", "goroutines idle, connections closed", "goroutines polling"},
+		func(g group) []string {
+			var cells []string
+			for _, cell := range memory {
+				cells = append(cells, cell(g))
+			}
+			return cells
+		})
 	var tokens, checks strings.Builder
 	for _, g := range gs {
 		for _, r := range g.runs {
@@ -201,6 +209,17 @@ func markdown(results []clientResult) string {
 		fmt.Fprintf(&b, "\nChecks that did not hold:\n\n%s", checks.String())
 	}
 	return b.String()
+}
+
+// shapeTable writes, under title, a table of the groups of one shape: N × L,
+// auth and implementation, then columns, each group's cells.
+func shapeTable(b *strings.Builder, gs []group, shape, title string, columns []string, cells func(group) []string) {
+	fmt.Fprintf(b, "%s\n\n| N × L | auth | implementation | %s |\n|%s\n", title, strings.Join(columns, " | "), strings.Repeat(" --- |", len(columns)+3))
+	for _, g := range gs {
+		if g.key.Shape == shape {
+			fmt.Fprintf(b, "| %d × %d | %s | %s | %s |\n", g.key.N, g.key.L, g.key.Auth, g.key.Impl, strings.Join(cells(g), " | "))
+		}
+	}
 }
 
 // svgPlot draws, for L = 100, p99 poll latency (left) and peak

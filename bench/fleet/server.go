@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -179,26 +181,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// bufferedWriter keeps an answer to rewrite it.
-type bufferedWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *bufferedWriter) Header() http.Header { return w.header }
-func (w *bufferedWriter) WriteHeader(s int) {
-	if w.status == 0 {
-		w.status = s
-	}
-}
-func (w *bufferedWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.body.Write(b)
-}
-
 // fleetHandler serves the account's Handler and counts. The account read
 // (GET /) lists cosmostest's own listener as the account's location; it is
 // rewritten to ours, so that clients that follow the account's locations
@@ -225,11 +207,12 @@ func (h *fleetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() { h.c.done(sw.status) }()
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
-		bw := &bufferedWriter{header: w.Header()}
-		h.next.ServeHTTP(bw, r)
-		body := bytes.ReplaceAll(bw.body.Bytes(), []byte(h.ownURL), []byte(h.servedURL))
+		rec := httptest.NewRecorder() // the answer, to rewrite it
+		h.next.ServeHTTP(rec, r)
+		body := bytes.ReplaceAll(rec.Body.Bytes(), []byte(h.ownURL), []byte(h.servedURL))
+		maps.Copy(w.Header(), rec.Header())
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		sw.WriteHeader(bw.status)
+		sw.WriteHeader(rec.Code)
 		_, _ = sw.Write(body)
 		return
 	}

@@ -29,14 +29,14 @@ type cosmosDBPartitionKeyRange struct {
 
 // lag reads at most one change after the lease's checkpoint: none (304 or
 // an empty page) is 0, else session LSN - first LSN + 1.
-func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange, containerRID string, slot *cosmosDBSlot) (CosmosDBLeaseLag, error) {
+func (e *CosmosDBLagEstimator) lag(ctx context.Context, l CosmosDBLease, ranges []cosmosDBPartitionKeyRange, containerRID string, place *cosmosDBPlace) (CosmosDBLeaseLag, error) {
 	result := CosmosDBLeaseLag{CosmosDBLease: l}
 	rangeID, minEPK, maxEPK, err := cosmosDBTarget(l, ranges)
 	if err != nil {
 		return result, fmt.Errorf("lease %s: %w", cosmosDBExcerpt(l.Token), err)
 	}
 	read := changeFeedRequest(e.docs, l, rangeID, minEPK, maxEPK)
-	read.slot = slot
+	read.container, read.place = e.container, place // the poll took the place
 	resp, err := e.data.send(ctx, read)
 	if isCosmosDBRangeGone(err) {
 		err = fmt.Errorf("%w: %w", errCosmosDBStaleParent, err)
@@ -81,7 +81,7 @@ func (e *CosmosDBLagEstimator) loadRanges(ctx context.Context) ([]cosmosDBPartit
 	operation := fmt.Sprintf("read partition key ranges of %s/%s", e.names.Database, e.names.Container)
 	var all []cosmosDBPartitionKeyRange
 	err := e.data.sendPages(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet,
-		url: e.data.url("dbs", e.names.Database, "colls", e.names.Container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}}, func(body []byte) error {
+		url: e.data.url("dbs", e.names.Database, "colls", e.names.Container, "pkranges"), header: http.Header{}, ok: []int{http.StatusOK}, container: e.container}, func(body []byte) error {
 		var page struct{ PartitionKeyRanges []cosmosDBPartitionKeyRange }
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("%s: malformed response body: %w", operation, err)

@@ -26,43 +26,25 @@ const (
 	cosmosDBAPIVersion         = "2020-11-05" // as azcosmos v1.5.0
 	cosmosDBMaxResponseBytes   = 16 << 20     // the service's pages are at most 4 MB
 	cosmosDBSubStatusRangeGone = 1002         // with 410: the range split or merged
-	// A throttled request is sent again up to 9 times, as the Cosmos DB
-	// SDKs do by default; a longer wait than cosmosDBMaxRetryDelay fails it.
-	cosmosDBThrottleRetries = 9
-	cosmosDBMaxRetryDelay   = 2 * time.Second
 )
 
 // CosmosDBClient sends requests to one account through an azcore pipeline
-// on KEDA's HTTP client, whose timeout bounds each try, within the
-// account's bound shared by every client of the process.
+// on KEDA's HTTP client, whose timeout bounds each try.
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
-	account  *cosmosDBAccount
-	release  func() // the account's bound, the pipeline and conn's credential
+	release  func() // conn's shared credential, if any
 }
 
 // NewCosmosDBClient signs requests with conn's key, or sends its bearer
-// token. Close releases what it shares with the other clients.
+// token. Close releases the token credential it shares with the process's
+// other clients of its identity.
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	account, releaseAccount, _ := cosmosDBAccounts.acquire(cosmosDBAccountKey(conn.Endpoint), func() (*cosmosDBAccount, error) {
-		return newCosmosDBAccount(), nil
-	})
-	key := cosmosDBPipelineKey{token: cosmosDBComparable(conn.token), scope: conn.scope, transport: cosmosDBTransportKey(transport)}
-	if conn.UsesKey() {
-		key.accountKey = sha256.Sum256(conn.key)
+	release := func() {}
+	if conn.releaseToken != nil {
+		release = conn.releaseToken
 	}
-	pipeline, releasePipeline, _ := cosmosDBPipelines.acquire(key, func() (runtime.Pipeline, error) {
-		return newCosmosDBPipeline(conn, transport), nil
-	})
-	release := func() {
-		releaseAccount()
-		releasePipeline()
-		if conn.releaseToken != nil {
-			conn.releaseToken()
-		}
-	}
-	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, account: account, release: release}
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: newCosmosDBPipeline(conn, transport), release: release}
 }
 
 // newCosmosDBPipeline is the pipeline of conn's credential on transport; it
@@ -93,20 +75,21 @@ func newCosmosDBPipeline(conn *CosmosDBConnection, transport policy.Transporter)
 		untimed.Timeout = 0
 		transport, tryTimeout = &untimed, c.Timeout
 	}
-	// Timed-out (408), retry-with (449), 500, 502, 503 and 504 answers and
-	// dropped connections are retried within the poll; a throttled answer
-	// (429) is retried by send, which makes the whole account wait.
-	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: cosmosDBMaxRetryDelay, TryTimeout: tryTimeout,
-		StatusCodes: []int{http.StatusRequestTimeout, 449, http.StatusInternalServerError,
+	// Timed-out (408), throttled (429), retry-with (449), 500, 502, 503 and
+	// 504 answers and dropped connections are retried within the poll, as
+	// azcosmos's default policy does; azcore waits what a 429's
+	// x-ms-retry-after-ms asks, request by request (a wait longer than
+	// MaxRetryDelay ends the retries).
+	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
+		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
 	return runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{auth, cosmosDBBodyPolicy{}},
+		PerRetry: []policy.Policy{cosmosDBThrottlePolicy{}, auth, cosmosDBBodyPolicy{}},
 	}, &policy.ClientOptions{Transport: transport, Retry: retry})
 }
 
-// Close releases the client's hold on its account's bound, its pipeline and
-// its credential, each dropped with its last client; it may be called more
-// than once.
+// Close releases the client's hold on its credential, dropped with its
+// last client; it may be called more than once.
 func (c *CosmosDBClient) Close() { c.release() }
 
 // url is the address of a resource of the account: dbs/{db}/colls/{container}/...
@@ -115,10 +98,14 @@ func (c *CosmosDBClient) url(path ...string) string { return c.endpoint.JoinPath
 // cosmosDBRequest is one REST call; operation names it in errors.
 type cosmosDBRequest struct {
 	operation, method, url string
-	header                 http.Header   // made for this call
-	query                  []byte        // a POSTed query
-	ok                     []int         // the statuses that are a success
-	slot                   *cosmosDBSlot // a place at the account taken for it, or nil
+	header                 http.Header // made for this call
+	query                  []byte      // a POSTed query
+	ok                     []int       // the statuses that are a success
+	// container, if set, is the bound of the container addressed: send
+	// takes a place there for the request, unless place is given (taken by
+	// its owner, who gives it back).
+	container *cosmosDBContainer
+	place     *cosmosDBPlace
 }
 
 type cosmosDBResponse struct {
@@ -127,43 +114,21 @@ type cosmosDBResponse struct {
 	body   []byte
 }
 
-// slot is a place at c's account, not yet taken, for a request of ctx's
-// poll (a request outside a poll counts as a poll starting now).
-func (c *CosmosDBClient) slot(ctx context.Context) *cosmosDBSlot {
-	started, ok := ctx.Value(cosmosDBPollStarted{}).(time.Time)
-	if !ok {
-		started = time.Now()
-	}
-	return &cosmosDBSlot{account: c.account, pollStarted: started}
-}
-
 // send sends r (azcore retries it) and returns the answer; an answer
-// outside r.ok is a *cosmosDBResponseError. Each try holds a place at the
-// account: r.slot, which its owner gives back, or one of send's own. A 429
-// makes the whole account wait what it asks, then r is sent again, up to
-// cosmosDBThrottleRetries times, each wait at most cosmosDBMaxRetryDelay.
+// outside r.ok is a *cosmosDBResponseError. A request to a bounded
+// container holds its place there across its retries.
 func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
-	slot := r.slot
-	if slot == nil {
-		slot = c.slot(ctx)
-		defer slot.release()
-	}
-	var (
-		resp cosmosDBResponse
-		err  error
-	)
-	for retry := 0; ; retry++ {
-		if err = slot.acquire(ctx); err != nil {
-			break
+	if r.container != nil && r.place == nil {
+		r.place = &cosmosDBPlace{container: r.container}
+		if err := r.place.take(ctx, false); err != nil {
+			return cosmosDBResponse{}, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
 		}
-		resp, err = c.do(ctx, r)
-		wait := cosmosDBThrottleWait(resp, retry)
-		slot.throttled = min(wait, cosmosDBMaxRetryDelay)
-		if wait == 0 || wait > cosmosDBMaxRetryDelay || retry == cosmosDBThrottleRetries {
-			break
-		}
-		slot.release() // the account waits; this request queues again
+		defer r.place.give()
 	}
+	if r.place != nil {
+		ctx = context.WithValue(ctx, cosmosDBPlaceKey{}, r.place)
+	}
+	resp, err := c.do(ctx, r)
 	switch {
 	case err != nil:
 		return cosmosDBResponse{}, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
@@ -175,23 +140,10 @@ func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBR
 	return resp, nil
 }
 
-// cosmosDBThrottleWait is how long a 429 asks to wait (x-ms-retry-after-ms;
-// without it, 100 ms doubled on each retry), 0 for any other answer.
-func cosmosDBThrottleWait(resp cosmosDBResponse, retry int) time.Duration {
-	if resp.status != http.StatusTooManyRequests {
-		return 0
-	}
-	if ms, err := strconv.ParseInt(resp.header.Get("X-Ms-Retry-After-Ms"), 10, 64); err == nil && ms > 0 {
-		return time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
-	}
-	return 100 * time.Millisecond << min(retry, 10)
-}
-
 // sendPages sends r for each page of a feed, following x-ms-continuation.
 // While page handles a page, the next one is already asked for (in a
-// goroutine that lives as long as that request): page may wait for the
-// account (a poll taking its reads' places), and the reads should not run
-// dry at each page's end.
+// goroutine that lives as long as that request), so that a poll's reads
+// do not run dry at each page's end.
 func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page func(body []byte) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends a request for a page no longer wanted
@@ -200,35 +152,22 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 		err  error
 	}
 	first := r.header
-	// ask takes the next page's place at the account before this page's
-	// leases take theirs, then sends it.
-	ask := func(continuation string) (<-chan answer, error) {
-		next := r
-		next.header = first.Clone()
-		next.header["X-Ms-Continuation"] = []string{continuation}
-		next.slot = c.slot(ctx)
-		if err := next.slot.acquire(ctx); err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
-		}
-		answered := make(chan answer, 1)
-		go func() {
-			defer next.slot.release()
-			resp, err := c.send(ctx, next)
-			answered <- answer{resp, err}
-		}()
-		return answered, nil
-	}
 	r.header = first.Clone()
 	resp, err := c.send(ctx, r)
 	for {
 		if err != nil {
 			return err
 		}
-		var next <-chan answer
+		var next chan answer
 		if continuation := resp.header.Get("X-Ms-Continuation"); continuation != "" {
-			if next, err = ask(continuation); err != nil {
-				return err
-			}
+			req := r
+			req.header = first.Clone()
+			req.header["X-Ms-Continuation"] = []string{continuation}
+			next = make(chan answer, 1)
+			go func() {
+				resp, err := c.send(ctx, req)
+				next <- answer{resp, err}
+			}()
 		}
 		if err := page(resp.body); err != nil || next == nil {
 			return err

@@ -12,15 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
-
-// cosmosDBReadConcurrency bounds a poll's reads in flight: one operator polls
-// every ScaledObject, so a processor with thousands of leases must not open
-// thousands of connections; a poll of up to 256 leases takes one round trip.
-const cosmosDBReadConcurrency = 256
 
 // CosmosDBContainers names the monitored and lease containers and the processor.
 type CosmosDBContainers struct {
@@ -79,7 +73,9 @@ func (e CosmosDBLagEstimate) Summarize(threshold, activation int64) CosmosDBLagS
 type CosmosDBLagEstimator struct {
 	data, leases *CosmosDBClient
 	names        CosmosDBContainers
-	docs         string // the monitored container's documents, whose change feed each read addresses
+	docs         string             // the monitored container's documents, whose change feed each read addresses
+	container    *cosmosDBContainer // the bound on its requests in flight, shared by the process's scalers
+	release      func()             // the hold on container
 
 	mu     sync.Mutex                  // guards the caches, never held across a request
 	scope  *cosmosDBLeaseScope         // the monitored container's RIDs: see Estimate for what invalidates them
@@ -88,12 +84,16 @@ type CosmosDBLagEstimator struct {
 
 // NewCosmosDBLagEstimator returns an estimator; Estimate sends the requests.
 func NewCosmosDBLagEstimator(data, leases *CosmosDBClient, names CosmosDBContainers) *CosmosDBLagEstimator {
-	return &CosmosDBLagEstimator{data: data, leases: leases, names: names, docs: data.url("dbs", names.Database, "colls", names.Container, "docs")}
+	container, release, _ := cosmosDBContainers.acquire(newCosmosDBContainerKey(data.endpoint, names.Database, names.Container), newCosmosDBContainer)
+	return &CosmosDBLagEstimator{data: data, leases: leases, names: names, docs: data.url("dbs", names.Database, "colls", names.Container, "docs"),
+		container: container, release: release}
 }
 
-// Close releases the clients' holds on what the process's scalers share
-// (their accounts' bound, their credential).
+// Close releases the estimator's holds on what the process's scalers share
+// (its container's bound, its clients' credential); it may be called more
+// than once.
 func (e *CosmosDBLagEstimator) Close() {
+	e.release()
 	e.data.Close()
 	e.leases.Close()
 }
@@ -113,7 +113,6 @@ var errCosmosDBContainerChanged = errors.New("the monitored container is not the
 // recreated, its processor restarted). Then they are read again and the
 // poll redone; if the new RIDs do not hold either, the poll fails.
 func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimate, error) {
-	ctx = context.WithValue(ctx, cosmosDBPollStarted{}, time.Now()) // its account serves earlier polls first
 	e.mu.Lock()
 	scope := e.scope
 	e.mu.Unlock()
@@ -147,14 +146,14 @@ func (e *CosmosDBLagEstimator) Estimate(ctx context.Context) (CosmosDBLagEstimat
 	}
 }
 
-// attempt reads the leases and, as each page arrives, their positions,
-// cosmosDBReadConcurrency at a time. Before a lease is handed to a reader
-// the query takes the read's place at the account: a poll waiting for the
-// account waits in its query, and starts a reader only when all its others
-// are busy, so the goroutines of the process's polls stay near the
-// account's bound. A stale parent is an error before the final attempt.
-// others are the lease id parts of other containers first seen here, which
-// only a fresh scope may meet.
+// attempt reads the leases and, as each page arrives, their positions.
+// Before it hands a lease to a reader the query, in the poll's goroutine,
+// takes the read's place at the container, and starts a reader only when
+// all its others are busy: a poll waiting for its container waits in its
+// query, and its readers are no more than its reads in flight. A stale
+// parent is an error before the final attempt. others are the lease id
+// parts of other containers first seen here, which only a fresh scope may
+// meet.
 func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLeaseScope, fresh, final bool) (CosmosDBLagEstimate, []string, error) {
 	var (
 		mu      sync.Mutex // guards res and busy
@@ -165,18 +164,17 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 		busy    int // leases handed to readers and not yet read (mu)
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cosmosDBReadConcurrency)
 	// Each reader reads lease after lease: a goroutine per lease would grow
 	// a fresh stack through net/http and azcore for every read.
 	leases := make(chan cosmosDBLeaseRead)
 	read := func() error {
 		for r := range leases {
-			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID, r.slot)
+			lag, err := e.lag(gctx, r.lease, r.ranges, scope.containerRID, r.place)
 			if lag.StaleParent = errors.Is(err, errCosmosDBStaleParent); lag.StaleParent && final {
 				err = nil
 			}
 			mu.Lock()
-			busy-- // before the place is free for the query's next lease
+			busy--
 			if err == nil {
 				res.Leases = append(res.Leases, lag)
 				if lag.StaleParent {
@@ -184,14 +182,13 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 				}
 			}
 			mu.Unlock()
-			r.slot.release()
+			r.place.give()
 			if err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	// The query runs in the poll's own goroutine.
 	query := readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
 		container, ok := scope.leaseContainer(doc.ID)
 		switch {
@@ -217,26 +214,26 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 				return err
 			}
 		}
-		slot := e.data.slot(gctx)
-		if err := slot.acquire(gctx); err != nil {
+		place := &cosmosDBPlace{container: e.container}
+		if err := place.take(gctx, false); err != nil {
 			return err
 		}
 		mu.Lock()
 		busy++
 		allBusy := busy > readers
 		mu.Unlock()
-		if allBusy { // every reader is busy
-			if g.TryGo(read) {
-				readers++
-			} else { // the poll's limit: the read waits for its place in its reader, not here
-				slot.release()
-			}
+		if allBusy {
+			readers++
+			g.Go(read)
 		}
 		select {
-		case leases <- cosmosDBLeaseRead{l, ranges, slot}:
+		case leases <- cosmosDBLeaseRead{l, ranges, place}:
 			return nil
-		case <-gctx.Done():
-			slot.release()
+		case <-gctx.Done(): // no reader will take it
+			mu.Lock()
+			busy--
+			mu.Unlock()
+			place.give()
 			return gctx.Err()
 		}
 	})
@@ -306,7 +303,7 @@ func (e *CosmosDBLagEstimator) remember(scope *cosmosDBLeaseScope, others []stri
 }
 
 func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, path ...string) (string, error) {
-	resp, err := e.data.send(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet, url: e.data.url(path...), ok: []int{http.StatusOK}})
+	resp, err := e.data.send(ctx, cosmosDBRequest{operation: operation, method: http.MethodGet, url: e.data.url(path...), ok: []int{http.StatusOK}, container: e.container})
 	if err != nil {
 		return "", err
 	}
@@ -324,5 +321,5 @@ func (e *CosmosDBLagEstimator) readRID(ctx context.Context, operation string, pa
 type cosmosDBLeaseRead struct {
 	lease  CosmosDBLease
 	ranges []cosmosDBPartitionKeyRange
-	slot   *cosmosDBSlot // the read's place at the account, taken
+	place  *cosmosDBPlace // the read's place at the container, taken
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,7 +378,7 @@ func TestCosmosDBServicePrincipalValidation(t *testing.T) {
 func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 	tests := []struct {
 		name, cloud, resourceURL, authority, endpoint string
-		workloadIdentity, privateSetting              bool
+		workloadIdentity                              bool
 		wantScope, wantAuthorityHost                  string
 		wantErr                                       string
 	}{
@@ -399,18 +400,14 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 			wantScope: "https://cosmos.private.example/.default", wantAuthorityHost: "login.private.example"},
 		{name: "private, lowercase", cloud: "private", resourceURL: "https://cosmos.private.example", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
 			wantScope: "https://cosmos.private.example/.default", wantAuthorityHost: "login.private.example"},
-		{name: "Private with workload identity needs no activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
-			workloadIdentity: true, privateSetting: true, wantScope: "https://cosmos.private.example/.default"},
-		{name: "Private with workload identity needs the operator's setting", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
-			workloadIdentity: true, wantErr: "KEDA_AZURE_COSMOSDB_PRIVATE_CLOUD"},
+		{name: "Private with workload identity is refused", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
+			workloadIdentity: true, wantErr: "cloud: Private is not used with podIdentity azure-workload"},
 		{name: "workload identity on a known cloud", cloud: "AzureChinaCloud", endpoint: "https://myaccount.documents.azure.cn/",
 			workloadIdentity: true, wantScope: "https://cosmos.azure.com/.default"},
 		{name: "Private without cosmosDBResourceURL", cloud: "Private", authority: "https://login.private.example/", endpoint: "https://myaccount.cosmos.private.example/",
-			wantErr: "cosmosDBResourceURL must be provided for Private cloud type"},
-		{name: "Private with workload identity without cosmosDBResourceURL: the setting's audience", cloud: "Private", endpoint: "https://myaccount.cosmos.private.example/", workloadIdentity: true,
-			privateSetting: true, wantScope: "https://cosmos.private.example/.default"},
+			wantErr: "needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication"},
 		{name: "Private service principal without activeDirectoryEndpoint", cloud: "Private", resourceURL: "https://cosmos.private.example", endpoint: "https://myaccount.cosmos.private.example/",
-			wantErr: "activeDirectoryEndpoint must be provided for Private cloud type"},
+			wantErr: "needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -420,10 +417,6 @@ func TestCosmosDBTokenScopeAndAuthority(t *testing.T) {
 				t.Setenv("AZURE_TENANT_ID", "tenant-wi")
 				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", filepath.Join(t.TempDir(), "token"))
 				auth.PodIdentity = v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}
-				t.Setenv(CosmosDBPrivateCloudEnv, "")
-				if tt.privateSetting {
-					t.Setenv(CosmosDBPrivateCloudEnv, "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
-				}
 			} else {
 				auth.TenantID, auth.ClientID, auth.ClientSecret = "tenant-1", "client-1", testCosmosDBClientSecret
 			}
@@ -1069,138 +1062,161 @@ func estimateAsync(ctx context.Context, e *CosmosDBLagEstimator) <-chan error {
 	return done
 }
 
-func TestCosmosDBAccountBoundIsSharedByItsScalers(t *testing.T) {
-	// Two scalers of one account, 100 leases each: their polls together
-	// never have more than the bound in flight (without it, 200 reads).
+func TestCosmosDBContainerBoundIsSharedByItsScalers(t *testing.T) {
+	// Two scalers of one monitored container, 100 leases each: their polls
+	// together never have more than the bound in flight (without it, 200
+	// reads), and each poll has no more readers than reads in flight.
 	const host = "bound-shared.documents.azure.com"
 	gate := newTestCosmosDBGate(testCosmosDBLeaseService(t, 100, host), host)
 	defer gate.release()
 	first := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, gate))
 	second := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, gate))
-	gate.waitInFlight(t, cosmosDBAccountRequests)
+	gate.waitInFlight(t, cosmosDBContainerRequests)
 	time.Sleep(50 * time.Millisecond) // room for any request beyond the bound
 	_, peak := gate.counts()
-	assert.Equal(t, cosmosDBAccountRequests, peak)
+	assert.Equal(t, cosmosDBContainerRequests, peak)
+	assert.Equal(t, cosmosDBContainerRequests, testCosmosDBGoroutines("(*CosmosDBLagEstimator).attempt.func1"), "one reader per read in flight")
 	gate.release()
 	require.NoError(t, <-first)
 	require.NoError(t, <-second)
 	_, peak = gate.counts()
-	assert.Equal(t, cosmosDBAccountRequests, peak)
+	assert.Equal(t, cosmosDBContainerRequests, peak)
 }
 
-func TestCosmosDBAccountBoundIsPerAccount(t *testing.T) {
-	// Account a's bound is all taken; account b's poll is not held by it.
+func TestCosmosDBContainerBoundIsPerContainer(t *testing.T) {
+	// Container db/items of account a is held by two scalers' polls; a
+	// scaler of db/items on another account is not held by it, nor is
+	// another container of account a.
 	const a, b = "bound-a.documents.azure.com", "bound-b.documents.azure.com"
 	gate := newTestCosmosDBGate(testCosmosDBLeaseService(t, 100, a, b), a)
 	defer gate.release()
 	held := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, a, gate))
 	alsoHeld := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, a, gate))
-	gate.waitInFlight(t, cosmosDBAccountRequests)
+	gate.waitInFlight(t, cosmosDBContainerRequests)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, <-estimateAsync(ctx, testCosmosDBAccountEstimator(t, b, gate)))
+	endpoint := &url.URL{Scheme: "https", Host: a + ":443"}
+	items, releaseItems, _ := cosmosDBContainers.acquire(newCosmosDBContainerKey(endpoint, "db", "items"), newCosmosDBContainer)
+	defer releaseItems()
+	other, releaseOther, _ := cosmosDBContainers.acquire(newCosmosDBContainerKey(endpoint, "db", "other"), newCosmosDBContainer)
+	defer releaseOther()
+	assert.NotSame(t, items, other)
+	require.NoError(t, other.acquire(ctx, false), "a place at another container of the account")
+	other.release()
 	// Host names are compared as the account: case and a trailing dot do
-	// not make another account.
-	assert.Equal(t, cosmosDBAccountKey(&url.URL{Scheme: "https", Host: "bound-a.documents.azure.com:443"}),
-		cosmosDBAccountKey(&url.URL{Scheme: "https", Host: "Bound-A.Documents.Azure.Com."}))
-	assert.NotEqual(t, cosmosDBAccountKey(&url.URL{Scheme: "https", Host: "bound-a.documents.azure.com:8081"}),
-		cosmosDBAccountKey(&url.URL{Scheme: "https", Host: "bound-a.documents.azure.com"}))
+	// not make another container.
+	key := func(host string) cosmosDBContainerKey {
+		return newCosmosDBContainerKey(&url.URL{Scheme: "https", Host: host}, "db", "items")
+	}
+	assert.Equal(t, key("bound-a.documents.azure.com:443"), key("Bound-A.Documents.Azure.Com."))
+	assert.NotEqual(t, key("bound-a.documents.azure.com:8081"), key("bound-a.documents.azure.com"))
 	gate.release()
 	require.NoError(t, <-held)
 	require.NoError(t, <-alsoHeld)
 }
 
-func TestCosmosDBAccountBoundWaitEndsWithThePoll(t *testing.T) {
-	// With the account's bound taken, a poll whose context ends while it
-	// waits fails, with no value and no request sent.
+func TestCosmosDBContainerWaitEndsWithThePoll(t *testing.T) {
+	// With the container's bound taken, a poll whose context ends while it
+	// waits fails, with no value and no read sent; once the others are done
+	// every place is back (none lost) and the next poll succeeds.
 	const host = "bound-wait.documents.azure.com"
 	gate := newTestCosmosDBGate(testCosmosDBLeaseService(t, 100, host), host)
 	defer gate.release()
 	held := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, gate))
 	alsoHeld := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, gate))
-	gate.waitInFlight(t, cosmosDBAccountRequests)
-	sent := len(gate.next.find(func(testCosmosDBRecord) bool { return true }))
+	gate.waitInFlight(t, cosmosDBContainerRequests)
+	reads := func() int {
+		return len(gate.next.find(func(r testCosmosDBRecord) bool {
+			return r.method == http.MethodGet && strings.HasSuffix(r.path, "/docs")
+		}))
+	}
+	sent := reads()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	waiting := testCosmosDBAccountEstimator(t, host, gate)
 	estimate, err := waiting.Estimate(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Contains(t, err.Error(), fmt.Sprintf("waiting for one of the account's %d requests in flight", cosmosDBAccountRequests))
+	assert.Contains(t, err.Error(), fmt.Sprintf("waiting for one of the container's %d requests in flight", cosmosDBContainerRequests))
 	assert.Empty(t, estimate.Leases)
-	assert.Len(t, gate.next.find(func(testCosmosDBRecord) bool { return true }), sent, "the waiting poll sent nothing")
+	assert.Equal(t, sent, reads(), "the waiting poll read nothing")
 
 	gate.release()
 	require.NoError(t, <-held)
 	require.NoError(t, <-alsoHeld)
-	// The bound is free again: the same scaler's next poll succeeds.
+	assert.Zero(t, testCosmosDBInFlight(waiting.container), "every place given back")
 	estimate, err = waiting.Estimate(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, estimate.Leases, 100)
 }
 
-func TestCosmosDBPollsWaitForTheAccountBeforeStartingReaders(t *testing.T) {
-	// Other scalers hold all but 4 of the account's places: a poll of 300
-	// leases waits for the account in its query, and starts no more readers
-	// than it has reads in flight. (Starting a reader per lease up to the
-	// poll's limit, all waiting for the account, made a fleet's polls keep
-	// thousands of goroutines; a Go process keeps a goroutine's descriptor
-	// for good once it has existed.)
-	const host = "bound-readers.documents.azure.com"
+// testCosmosDBInFlight is c's requests in flight and waiting.
+func testCosmosDBInFlight(c *cosmosDBContainer) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlight + len(c.waiting)
+}
+
+func TestCosmosDBFailedReadGivesItsPlacesBack(t *testing.T) {
+	// One read of 300 answers 404 while the query is still handing leases
+	// out: the poll fails by itself (nothing hangs), every place is back
+	// (no lease was lost in flight with its place), and the next poll
+	// succeeds.
+	const host = "bound-fail.documents.azure.com"
 	service := testCosmosDBLeaseService(t, 300, host)
-	var (
-		mu          sync.Mutex
-		reads, peak int
-	)
+	var failed atomic.Bool
 	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") {
-			mu.Lock()
-			reads++
-			peak = max(peak, testCosmosDBGoroutines("(*CosmosDBLagEstimator).attempt.func1"))
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") &&
+			req.Header.Get("X-Ms-Documentdb-Partitionkeyrangeid") == "7" && failed.CompareAndSwap(false, true) {
+			return &http.Response{StatusCode: http.StatusNotFound, Request: req, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(strings.NewReader(`{"code":"NotFound","message":"gone"}`))}, nil
 		}
 		return (&testCosmosDBTransport{service: service}).Do(req)
 	})
 	estimator := testCosmosDBAccountEstimator(t, host, transport)
-	account := estimator.data.account
-	for range cosmosDBAccountRequests - 4 {
-		require.NoError(t, account.acquire(context.Background(), time.Now()))
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := estimator.Estimate(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HTTP 404")
+	require.NoError(t, ctx.Err(), "the poll ended by itself")
+	assert.Zero(t, testCosmosDBInFlight(estimator.container), "every place given back")
 	estimate, err := estimator.Estimate(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, estimate.Leases, 300)
-	assert.Equal(t, 300, reads)
-	assert.Positive(t, peak)
-	assert.LessOrEqual(t, peak, 4, "readers: one per read in flight")
-	for range cosmosDBAccountRequests - 4 {
-		account.release(0)
-	}
+}
+
+func TestCosmosDBContainerEntryLivesWhileHeld(t *testing.T) {
+	// The container's entry is held by each of its scalers and dropped when
+	// the last is closed; Close may be called twice.
+	const host = "bound-refs.documents.azure.com"
+	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
+	first := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
+	second := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
+	key := newCosmosDBContainerKey(first.data.endpoint, "db", "items")
+	assert.Equal(t, 2, cosmosDBContainers.holders(key))
+	first.Close()
+	first.Close()
+	assert.Equal(t, 1, cosmosDBContainers.holders(key))
+	second.Close()
+	assert.Zero(t, cosmosDBContainers.holders(key))
+	cosmosDBShared.mu.Lock()
+	_, kept := cosmosDBShared.entries[key]
+	cosmosDBShared.mu.Unlock()
+	assert.False(t, kept, "the entry is dropped with its last scaler")
 }
 
 func TestCosmosDBNextLeasePageIsAskedForWhileReadsWait(t *testing.T) {
-	// Two places are free at the account, the change feed reads are held:
-	// the first page's first lease takes one place, and the second page is
-	// asked for with the other while the first page's second lease waits.
-	// (Asked for only after the first page's leases had their places, the
-	// second page waited behind them and the reads ran dry at each page's
-	// end.)
+	// The change feed reads are held: the second lease page is asked for
+	// while the first page's reads wait, so the reads do not run dry at
+	// each page's end.
 	const host = "next-page.documents.azure.com"
 	service := testCosmosDBLeaseService(t, 3, host)
 	service.leasePages = [][]string{service.leasePages[0][:2], service.leasePages[0][2:]}
 	gate := newTestCosmosDBGate(service, host)
 	defer gate.release()
-	estimator := testCosmosDBAccountEstimator(t, host, gate)
-	account := estimator.data.account
-	for range cosmosDBAccountRequests - 2 {
-		require.NoError(t, account.acquire(context.Background(), time.Now()))
-	}
-	defer func() {
-		for range cosmosDBAccountRequests - 2 {
-			account.release(0)
-		}
-	}()
-	poll := estimateAsync(context.Background(), estimator)
+	poll := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, gate))
 	require.Eventually(t, func() bool {
 		return len(gate.next.find(func(r testCosmosDBRecord) bool { return r.header.Get("X-Ms-Continuation") == "page-1" })) == 1
 	}, 5*time.Second, time.Millisecond, "the second page asked for while the first page's reads wait")
@@ -1228,11 +1244,13 @@ func testCosmosDBGoroutines(function string) int {
 // testCosmosDBThrottle is an account with a request budget, as one with
 // provisioned throughput: beyond perSecond requests a second (a bucket of
 // burst) it answers 429 with x-ms-retry-after-ms, the time until the
-// budget has room again (at least 5 ms). It counts both answers.
+// budget has room again (at least 5 ms); it answers the others after
+// latency. It counts both answers.
 type testCosmosDBThrottle struct {
 	next       policy.Transporter
 	perSecond  float64
 	burst      float64
+	latency    time.Duration // of each admitted request
 	mu         sync.Mutex
 	tokens     float64
 	last       time.Time
@@ -1264,6 +1282,7 @@ func (a *testCosmosDBThrottle) Do(req *http.Request) (*http.Response, error) {
 	a.tokens--
 	a.admitted++
 	a.mu.Unlock()
+	time.Sleep(a.latency)
 	return a.next.Do(req)
 }
 
@@ -1275,18 +1294,65 @@ func (a *testCosmosDBThrottle) counts() (admitted, throttled int) {
 	return a.admitted, a.throttled
 }
 
-func TestCosmosDBThrottledAccountIsNotStormed(t *testing.T) {
-	// Four scalers of an account that admits 2,000 requests a second (a
-	// burst of 20) poll 100 leases each at once, as after an operator
-	// restart. Every poll succeeds, and the account answers fewer 429s than
-	// it admits requests: the scalers send about what it admits. (Retrying
-	// each 429 on its own, with 128 in flight, failed polls and drew
-	// several 429s per request.)
+func TestCosmosDBThrottledReadWaitsAsAsked(t *testing.T) {
+	// The account answers one read 429 asking for 300 ms: that read is sent
+	// again no sooner, and its poll succeeds; the poll's other reads, and
+	// another scaler's poll, are not held by it (the wait is the request's,
+	// as azcore honours it, not the account's).
+	const host = "throttled-wait.documents.azure.com"
+	service := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 4, host)}
+	var (
+		mu        sync.Mutex
+		throttled time.Time
+		retried   time.Time
+		others    int // reads answered within the 300 ms
+	)
+	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") {
+			switch token := req.Header.Get("X-Ms-Documentdb-Partitionkeyrangeid"); {
+			case token == "0" && throttled.IsZero():
+				throttled = time.Now()
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
+					Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {"300"}, "X-Ms-Substatus": {"3200"}},
+					Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
+			case token == "0":
+				retried = time.Now()
+			case !throttled.IsZero() && time.Since(throttled) < 300*time.Millisecond:
+				others++
+			}
+		}
+		return service.Do(req)
+	})
+	first := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !throttled.IsZero() }, 5*time.Second, time.Millisecond)
+	second := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
+	require.NoError(t, <-second)
+	require.NoError(t, <-first)
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, retried.IsZero(), "the throttled read is sent again")
+	assert.GreaterOrEqual(t, retried.Sub(throttled), 300*time.Millisecond)
+	assert.GreaterOrEqual(t, others, 4, "the other scaler's reads went on during the wait")
+}
+
+func TestCosmosDBThrottledContainerIsNotStormed(t *testing.T) {
+	// Four scalers of a container that admits 2,000 requests a second (a
+	// burst of 20; 2 ms a request) poll 100 leases each at once, as after
+	// an operator restart: every poll succeeds, and the account answers
+	// fewer 429s than it admits requests (the container's bound halves at
+	// each round of 429s, so fewer requests are in flight).
 	const host = "throttled.documents.azure.com"
-	account := &testCosmosDBThrottle{next: &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 100, host)}, perSecond: 2000, burst: 20}
-	var polls []<-chan error
+	account := &testCosmosDBThrottle{next: &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 100, host)}, perSecond: 2000, burst: 20, latency: 2 * time.Millisecond}
+	var (
+		polls      []<-chan error
+		estimators []*CosmosDBLagEstimator
+	)
 	for range 4 {
-		polls = append(polls, estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, account)))
+		e := testCosmosDBAccountEstimator(t, host, account)
+		estimators = append(estimators, e)
+		polls = append(polls, estimateAsync(context.Background(), e))
 	}
 	for _, p := range polls {
 		require.NoError(t, <-p)
@@ -1296,50 +1362,56 @@ func TestCosmosDBThrottledAccountIsNotStormed(t *testing.T) {
 	assert.GreaterOrEqual(t, admitted, 4*100)
 	assert.Positive(t, throttled, "the budget was exceeded")
 	assert.Less(t, throttled, admitted, "fewer 429s than admitted requests")
+	limit := func() int {
+		c := estimators[0].container
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.limit
+	}
+
+	// Recovery from the lowest limit: the account stops throttling, and
+	// within two polls of 100 leases the bound is whole again.
+	c := estimators[0].container
+	c.mu.Lock()
+	c.limit = 1
+	c.mu.Unlock()
+	account.mu.Lock()
+	account.perSecond, account.burst = 1e9, 1e9
+	account.mu.Unlock()
+	for range 2 {
+		_, err := estimators[0].Estimate(context.Background())
+		require.NoError(t, err)
+	}
+	assert.Equal(t, cosmosDBContainerRequests, limit(), "whole again within two polls")
 }
 
-func TestCosmosDBThrottledAccountWaitsAsAsked(t *testing.T) {
-	// The account answers one 429 asking for 300 ms: once the scaler has it,
-	// none of the account's requests, from this scaler or another, is sent
-	// before the 300 ms have passed, and the throttled read is sent again.
-	const host = "throttled-wait.documents.azure.com"
-	service := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
-	var (
-		mu        sync.Mutex
-		throttled time.Time
-		sent      []time.Time
-	)
-	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/docs") && throttled.IsZero() {
-			throttled = time.Now()
-			return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
-				Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {"300"}, "X-Ms-Substatus": {"3200"}},
-				Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
-		}
-		sent = append(sent, time.Now())
-		return service.Do(req)
-	})
-	scaler := testCosmosDBAccountEstimator(t, host, transport)
-	first := estimateAsync(context.Background(), scaler)
-	account := scaler.data.account
-	require.Eventually(t, func() bool { // the scaler has the 429
-		account.mu.Lock()
-		defer account.mu.Unlock()
-		return account.pausedUntil.After(time.Now())
-	}, 5*time.Second, time.Millisecond)
-	second := estimateAsync(context.Background(), testCosmosDBAccountEstimator(t, host, transport))
-	require.NoError(t, <-first)
-	require.NoError(t, <-second)
-	mu.Lock()
-	defer mu.Unlock()
-	require.False(t, throttled.IsZero())
-	for _, at := range sent {
-		if at.After(throttled) {
-			assert.GreaterOrEqual(t, at.Sub(throttled), 300*time.Millisecond, "a request sent while the account asked to wait")
-		}
+func TestCosmosDBContainerLimitFollowsThrottling(t *testing.T) {
+	// The limit halves once for the 429s of requests sent before the last
+	// halving, again for a request sent after it; each other answer adds
+	// one, a place freed by growth goes to the first waiting, and the limit
+	// never grows beyond the bound.
+	c, _ := newCosmosDBContainer()
+	before := time.Now()
+	time.Sleep(time.Millisecond)
+	c.answered(time.Now(), true)
+	assert.Equal(t, cosmosDBContainerRequests/2, c.limit)
+	c.answered(before, true)
+	assert.Equal(t, cosmosDBContainerRequests/2, c.limit, "sent before the halving: no second halving")
+	time.Sleep(time.Millisecond)
+	c.answered(time.Now(), true)
+	assert.Equal(t, cosmosDBContainerRequests/4, c.limit)
+	for range cosmosDBContainerRequests / 4 {
+		require.NoError(t, c.acquire(context.Background(), false))
 	}
+	admitted := make(chan error, 1)
+	go func() { admitted <- c.acquire(context.Background(), false) }()
+	require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.waiting) == 1 }, 5*time.Second, time.Millisecond)
+	c.answered(time.Now(), false)
+	require.NoError(t, <-admitted, "growth admits the waiting")
+	for range cosmosDBContainerRequests {
+		c.answered(time.Now(), false)
+	}
+	assert.Equal(t, cosmosDBContainerRequests, c.limit, "never beyond the bound")
 }
 
 // testCosmosDBRoundTripFunc is a transport made of a function.
@@ -1349,120 +1421,19 @@ func (f testCosmosDBRoundTripFunc) RoundTrip(req *http.Request) (*http.Response,
 	return f(req)
 }
 
-func TestCosmosDBAccountServesEarlierPollsFirst(t *testing.T) {
-	// With every place taken, a freed place goes to the request of the poll
-	// that started first, whatever the order they asked in; one poll's
-	// requests keep their order.
-	a := newCosmosDBAccount()
-	ctx := context.Background()
-	for range cosmosDBAccountRequests {
-		require.NoError(t, a.acquire(ctx, time.Now()))
-	}
-	queued := func() int {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return len(a.waiting)
-	}
-	admitted := make(chan string, 3)
-	ask := func(name string, pollStarted time.Time) {
-		n := queued()
-		go func() {
-			assert.NoError(t, a.acquire(ctx, pollStarted))
-			admitted <- name
-		}()
-		require.Eventually(t, func() bool { return queued() == n+1 }, 5*time.Second, time.Millisecond)
-	}
-	early := time.Now()
-	ask("a later poll's request", early.Add(time.Second))
-	ask("an earlier poll's first request", early)
-	ask("its second request", early)
-	for _, want := range []string{"an earlier poll's first request", "its second request", "a later poll's request"} {
-		a.release(0)
-		assert.Equal(t, want, <-admitted)
-	}
-}
-
-func TestCosmosDBAccountLimitFollowsThrottling(t *testing.T) {
-	// The account's limit halves at the first 429 of a wait (not at each of
-	// that wait's); from a second after the last 429 it grows by one after
-	// limit answers without one.
-	a := newCosmosDBAccount()
-	ctx := context.Background()
-	for range 3 {
-		require.NoError(t, a.acquire(ctx, time.Now()))
-	}
-	a.release(time.Millisecond)
-	a.release(time.Millisecond)
-	assert.Equal(t, cosmosDBAccountRequests/2, a.limit, "one halving for the wait's 429s")
-	time.Sleep(2 * time.Millisecond)
-	a.release(time.Millisecond)
-	assert.Equal(t, cosmosDBAccountRequests/4, a.limit, "the next wait's first 429")
-	answer := func(n int) {
-		for range n {
-			require.NoError(t, a.acquire(ctx, time.Now()))
-			a.release(0)
-		}
-	}
-	time.Sleep(2 * time.Millisecond)
-	answer(cosmosDBAccountRequests / 2)
-	assert.Equal(t, cosmosDBAccountRequests/4, a.limit, "no growth within a second of a 429")
-	time.Sleep(cosmosDBThrottleHold)
-	answer(cosmosDBAccountRequests/4 - 1)
-	assert.Equal(t, cosmosDBAccountRequests/4, a.limit)
-	answer(1)
-	assert.Equal(t, cosmosDBAccountRequests/4+1, a.limit)
-	assert.Zero(t, a.inFlight)
-}
-
-func TestCosmosDBSharedEntriesLiveWhileHeld(t *testing.T) {
-	// The account's entry is held by every client of it and dropped when
-	// the last is closed; Close may be called twice.
-	const host = "bound-refs.documents.azure.com"
-	key := cosmosDBAccountKey(&url.URL{Scheme: "https", Host: host})
-	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
-	first := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
-	second := testCosmosDBAccountEstimator(t, host, testCosmosDBRoundTripper{tr})
-	assert.Equal(t, 4, cosmosDBAccounts.holders(key), "data and lease clients of two scalers")
-	first.Close()
-	first.Close()
-	assert.Equal(t, 2, cosmosDBAccounts.holders(key))
-	second.Close()
-	assert.Equal(t, 0, cosmosDBAccounts.holders(key))
-	cosmosDBAccounts.mu.Lock()
-	_, kept := cosmosDBAccounts.entries[key]
-	cosmosDBAccounts.mu.Unlock()
-	assert.False(t, kept, "the entry is dropped with its last client")
-}
-
-func TestCosmosDBScalersOfOneKeyShareAPipeline(t *testing.T) {
-	// Two scalers with one account key send through one pipeline (their
-	// data and lease clients too); a scaler with another key has its own,
-	// and its requests are signed with its key, never the other's.
-	const host = "pipeline-share.documents.azure.com"
+func TestCosmosDBScalersSignWithTheirOwnKey(t *testing.T) {
+	// Two scalers of one account with other keys: each one's requests are
+	// signed with its key, never the other's.
+	const host = "own-key.documents.azure.com"
 	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
 	transport := testCosmosDBRoundTripper{tr}
-	pipelineOf := func(key string) cosmosDBPipelineKey {
-		raw, err := base64.StdEncoding.DecodeString(key)
-		require.NoError(t, err)
-		return cosmosDBPipelineKey{accountKey: sha256.Sum256(raw), transport: cosmosDBTransportKey(transport)}
-	}
-	estimator := func(key string) *CosmosDBLagEstimator {
-		return testCosmosDBEstimatorOf(t, CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}, transport)
-	}
-	first, second, other := estimator(testCosmosDBKey), estimator(testCosmosDBKey), estimator(testCosmosDBLeaseKey)
-	assert.Equal(t, 4, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
-	assert.Equal(t, 2, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
-
-	for _, e := range []*CosmosDBLagEstimator{first, other} {
+	for _, key := range []string{testCosmosDBKey, testCosmosDBLeaseKey, testCosmosDBKey} {
+		e := testCosmosDBEstimatorOf(t, CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}, transport)
 		tr.mu.Lock()
 		tr.records = nil
 		tr.mu.Unlock()
 		_, err := e.Estimate(context.Background())
 		require.NoError(t, err)
-		key := testCosmosDBKey
-		if e == other {
-			key = testCosmosDBLeaseKey
-		}
 		records := tr.find(func(r testCosmosDBRecord) bool { return r.host == host+":443" })
 		require.NotEmpty(t, records)
 		for _, r := range records {
@@ -1470,11 +1441,6 @@ func TestCosmosDBScalersOfOneKeyShareAPipeline(t *testing.T) {
 			assert.Equal(t, testCosmosDBSignature(t, key, r.method, resourceType, resourceLink, r.header.Get("X-Ms-Date")), r.header.Get("Authorization"), "%s %s", r.method, r.path)
 		}
 	}
-	first.Close()
-	second.Close()
-	other.Close()
-	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
-	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
 }
 
 func (tr *testCosmosDBTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -1569,11 +1535,11 @@ func TestCosmosDBOneTokenPerServicePrincipal(t *testing.T) {
 
 // testCosmosDBCredentialKeys are the keys of the shared credentials of clientID.
 func testCosmosDBCredentialKeys(clientID string) []cosmosDBTokenKey {
-	cosmosDBCredentials.mu.Lock()
-	defer cosmosDBCredentials.mu.Unlock()
+	cosmosDBShared.mu.Lock()
+	defer cosmosDBShared.mu.Unlock()
 	var keys []cosmosDBTokenKey
-	for k := range cosmosDBCredentials.entries {
-		if k.clientID == clientID {
+	for k := range cosmosDBShared.entries {
+		if k, ok := k.(cosmosDBTokenKey); ok && k.clientID == clientID {
 			keys = append(keys, k)
 		}
 	}
@@ -1581,42 +1547,44 @@ func testCosmosDBCredentialKeys(clientID string) []cosmosDBTokenKey {
 }
 
 func TestCosmosDBOneTokenPerWorkloadIdentity(t *testing.T) {
-	// KEDA's workload identity on a private cloud (its credential takes the
-	// scaler's transport): scalers of one identity share one token; an
-	// identityId of the TriggerAuthentication is another identity.
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("federated-service-account-token"), 0o600))
+	// KEDA's workload identity (KEDA's chained credential, which gets its
+	// token outside the scaler's transport): scalers of one identity hold
+	// one shared credential; an identityId of the TriggerAuthentication is
+	// another identity.
 	t.Setenv("AZURE_CLIENT_ID", "client-wi-share")
 	t.Setenv("AZURE_TENANT_ID", "tenant-wi-share")
-	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
-	t.Setenv(CosmosDBPrivateCloudEnv, "domains=cosmos.private.example;audience=https://cosmos.private.example;authority=https://login.private.example/")
-	const host = "wi-share.cosmos.private.example"
-	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
-	scaler := func(identityID string) *CosmosDBLagEstimator {
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", filepath.Join(t.TempDir(), "token"))
+	transport := &testCosmosDBTransport{} // one operator: one transport
+	keys := func(clientID string) (n int) {
+		for _, k := range testCosmosDBCredentialKeys(clientID) {
+			if k.transport == cosmosDBTransportKey(transport) {
+				n++
+			}
+		}
+		return n
+	}
+	resolve := func(identityID string) (release func()) {
 		t.Helper()
-		auth := CosmosDBAuth{Endpoint: "https://" + host + "/", Cloud: "Private",
+		auth := CosmosDBAuth{Endpoint: "https://wi-share.documents.azure.com/",
 			PodIdentity: v1alpha1.AuthPodIdentity{Provider: v1alpha1.PodIdentityProviderAzureWorkload}}
 		if identityID != "" {
 			auth.PodIdentity.IdentityID = &identityID
 		}
-		return testCosmosDBEstimatorOf(t, givenIn(auth), tr)
+		data, _, err := ResolveCosmosDBConnections(givenIn(auth), transport, logr.Discard())
+		require.NoError(t, err)
+		return data.releaseToken
 	}
-	tokenClients := func() (ids []string) {
-		for _, form := range testCosmosDBTokenForms(t, tr) {
-			ids = append(ids, form.Get("client_id"))
-		}
-		return ids
-	}
-
-	var polls []<-chan error
+	var releases []func()
 	for range 3 {
-		polls = append(polls, estimateAsync(context.Background(), scaler("")))
+		releases = append(releases, resolve(""))
 	}
-	for _, p := range polls {
-		require.NoError(t, <-p)
+	// The operator's own identity has no client id in the key (KEDA's
+	// chained credential reads AZURE_CLIENT_ID itself).
+	assert.Equal(t, 1, keys(""), "one credential for three scalers of one identity")
+	releases = append(releases, resolve("other-identity"))
+	assert.Equal(t, 1, keys("other-identity"))
+	for _, release := range releases {
+		release()
 	}
-	assert.Equal(t, []string{"client-wi-share"}, tokenClients(), "one token request for three scalers")
-
-	require.NoError(t, <-estimateAsync(context.Background(), scaler("other-identity")))
-	assert.Equal(t, []string{"client-wi-share", "other-identity"}, tokenClients())
+	assert.Zero(t, keys(""), "dropped when the last holder releases it")
 }
