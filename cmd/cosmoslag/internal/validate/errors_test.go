@@ -14,9 +14,13 @@ import (
 func TestValidateNamesTheKeylessAccount(t *testing.T) {
 	endpoint := noConnections(t)
 	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
-	file := clitest.WriteFile(t, t.TempDir(), "so.yaml", clitest.ErrorsManifest(
-		"        endpoint: "+endpoint+"\n        leaseEndpoint: "+endpoint+"\n",
-		"    - {parameter: cosmosDBKey, name: cosmos-secrets, key: key}\n", "", key))
+	// The endpoints in the TriggerAuthentication, beside its key (from the
+	// Secret): given in trigger metadata, a loopback endpoint may not
+	// receive the TriggerAuthentication's key.
+	manifest := clitest.ErrorsManifest("", "    - {parameter: cosmosDBKey, name: cosmos-secrets, key: key}\n"+
+		"    - {parameter: endpoint, name: cosmos-secrets, key: endpoint}\n    - {parameter: leaseEndpoint, name: cosmos-secrets, key: endpoint}\n", "", key)
+	manifest = strings.Replace(manifest, "  key: \""+key+"\"\n", "  key: \""+key+"\"\n  endpoint: \""+endpoint+"\"\n", 1)
+	file := clitest.WriteFile(t, t.TempDir(), "so.yaml", manifest)
 
 	code, stdout, stderr := runCmd(t, "validate", "-f", file)
 	if code != cli.ExitBadArgs {

@@ -87,8 +87,6 @@ spec:
         leaseDatabaseId: shop
         leaseContainerId: leases
         processorName: order-batch
-        endpoint: %ENDPOINT%
-        leaseEndpoint: %ENDPOINT%
       authenticationRef:
         name: cosmos-keys
 ---
@@ -99,6 +97,8 @@ metadata:
   namespace: shop
 spec:
   secretTargetRef:
+    - {parameter: endpoint, name: cosmos-secrets, key: endpoint}
+    - {parameter: leaseEndpoint, name: cosmos-secrets, key: endpoint}
     - {parameter: cosmosDBKey, name: cosmos-secrets, key: key}
     - {parameter: leaseCosmosDBKey, name: cosmos-secrets, key: leaseKey}
 `
@@ -111,8 +111,8 @@ func TestValidate(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
 	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
 	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
-		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
-	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
+		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n  endpoint: \"" + endpoint + "\"\n"
+	job := validateScaledJobYAML // its endpoints, in the TriggerAuthentication, are the Secret's
 	dir := t.TempDir()
 	valid := clitest.WriteFile(t, dir, "valid.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets)
 
@@ -134,7 +134,7 @@ func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name, from, to, want string
 	}{
-		{"lease key without leaseEndpoint", "        leaseEndpoint: " + endpoint + "\n", "", "leaseEndpoint"},
+		{"lease key without leaseEndpoint", "    - {parameter: leaseEndpoint, name: cosmos-secrets, key: endpoint}\n", "", "leaseEndpoint"},
 		{"key not base64", `  key: "` + key + `"`, `  key: "not base64!"`, "cosmosDBKey"},
 		{"threshold 0", `changeFeedLagThreshold: "50"`, `changeFeedLagThreshold: "0"`, "changeFeedLagThreshold"},
 		{"misspelt key", `changeFeedLagThreshold: "50"`, `changeFeedLagTreshold: "50"`, "did you mean changeFeedLagThreshold?"},
@@ -180,8 +180,8 @@ func TestValidateJSON(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
 	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
 	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
-		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n"
-	job := strings.ReplaceAll(validateScaledJobYAML, "%ENDPOINT%", endpoint)
+		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n  endpoint: \"" + endpoint + "\"\n"
+	job := validateScaledJobYAML // its endpoints, in the TriggerAuthentication, are the Secret's
 	all := clitest.ScaledObjectYAML + "---\n" + clitest.TriggerAuthYAML + "---\n" + job + "---\n" + secrets
 	decode := func(t *testing.T, stdout string) validateReport {
 		t.Helper()
