@@ -13,7 +13,9 @@
 #                                (the release's own tests of the scaler and the patch's)
 #   hack/advisory.sh before      the same copies with only the patch's test file:
 #                                TestCosmosDBCredentialDestinations must fail there,
-#                                and its failures show what the released scaler does
+#                                and its failures show what the released scaler does;
+#                                TestCosmosDBWorkloadIdentityAzureStackCloud must pass
+#                                there (the migration works before the upgrade)
 #   hack/advisory.sh versions    the releases the Go module proxy lists from v2.20.2
 #                                on, and whether each has the scaler and the same
 #                                scaler files as the first affected release
@@ -120,6 +122,11 @@ before)
 		fi
 		grep -E '^\s*--- (PASS|FAIL)|scaler created' "$dir/before.log" || true
 		echo "KEDA $version without the fix: the test fails as above (full log: $dir/before.log)"
+		step "go test ./pkg/scalers/ -run 'TestCosmosDBWorkloadIdentityAzureStackCloud\$' (the migration must work on the released scaler)"
+		(cd "$dir" && go test -count=1 -v -run 'TestCosmosDBWorkloadIdentityAzureStackCloud$' ./pkg/scalers/) >"$dir/migration.log" 2>&1 ||
+			{ cat "$dir/migration.log"; fail "on KEDA $version without the fix, cloud: AzureStackCloud with workload identity does not work as the migration says"; }
+		grep -E '^--- PASS' "$dir/migration.log"
+		echo "KEDA $version without the fix: workload identity with cloud: AzureStackCloud and the operator's environment file works"
 	done
 	;;
 versions)
