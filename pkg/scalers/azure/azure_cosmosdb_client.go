@@ -101,10 +101,13 @@ type cosmosDBRequest struct {
 	header                 http.Header // made for this call
 	query                  []byte      // a POSTed query
 	ok                     []int       // the statuses that are a success
-	// container, if set, is the bound of the container addressed: send
-	// takes a place there for the request, unless place is given (taken by
-	// its owner, who gives it back).
+	// container, if set, is the bound of the monitored container the
+	// request is for: send takes a place there for it, unless place is
+	// given (taken by its owner, who gives it back). quiet: the request
+	// addresses another container (a lease query), whose 429s do not
+	// lower this bound.
 	container *cosmosDBContainer
+	quiet     bool
 	place     *cosmosDBPlace
 }
 
@@ -119,7 +122,7 @@ type cosmosDBResponse struct {
 // container holds its place there across its retries.
 func (c *CosmosDBClient) send(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
 	if r.container != nil && r.place == nil {
-		r.place = &cosmosDBPlace{container: r.container}
+		r.place = &cosmosDBPlace{container: r.container, quiet: r.quiet}
 		if err := r.place.take(ctx, false); err != nil {
 			return cosmosDBResponse{}, fmt.Errorf("%s at %s: %w", r.operation, c.endpoint.Host, err)
 		}

@@ -189,7 +189,7 @@ func (e *CosmosDBLagEstimator) attempt(ctx context.Context, scope *cosmosDBLease
 		}
 		return nil
 	}
-	query := readCosmosDBLeases(gctx, e.leases, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
+	query := readCosmosDBLeases(gctx, e.leases, e.container, e.names.LeaseDatabase, e.names.LeaseContainer, scope.processor, func(doc cosmosDBLeaseDocument) error {
 		container, ok := scope.leaseContainer(doc.ID)
 		switch {
 		case !ok:

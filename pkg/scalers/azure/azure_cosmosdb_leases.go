@@ -55,8 +55,10 @@ func (s cosmosDBLeaseScope) ownsContainer(container string) bool {
 }
 
 // readCosmosDBLeases reads every page (of up to 1,000) of the documents whose
-// id starts with the processor name, handing each to each as its page arrives.
-func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, container, processor string, each func(cosmosDBLeaseDocument) error) error {
+// id starts with the processor name, handing each to each as its page
+// arrives; each page's request takes a place within bound, the monitored
+// container's.
+func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, bound *cosmosDBContainer, database, container, processor string, each func(cosmosDBLeaseDocument) error) error {
 	query, err := json.Marshal(map[string]any{
 		"query":      "SELECT * FROM c WHERE STARTSWITH(c.id, @processor)",
 		"parameters": []map[string]string{{"name": "@processor", "value": processor}},
@@ -65,7 +67,7 @@ func readCosmosDBLeases(ctx context.Context, c *CosmosDBClient, database, contai
 		return err
 	}
 	req := cosmosDBRequest{operation: "query leases in " + cosmosDBExcerpt(database) + "/" + cosmosDBExcerpt(container),
-		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK},
+		method: http.MethodPost, url: c.url("dbs", database, "colls", container, "docs"), query: query, ok: []int{http.StatusOK}, container: bound, quiet: true,
 		header: http.Header{
 			"X-Ms-Documentdb-Isquery":                    {"True"},
 			"X-Ms-Documentdb-Query-Enablecrosspartition": {"True"},

@@ -214,6 +214,7 @@ func (c *cosmosDBContainer) admit() {
 type cosmosDBPlace struct {
 	container *cosmosDBContainer
 	held      bool
+	quiet     bool // a request to another container (a lease query): counted, its 429s are not this container's
 }
 
 // take waits for a place, unless one is held.
@@ -254,7 +255,9 @@ func (cosmosDBThrottlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
 	if err == nil {
 		throttled := resp.StatusCode == http.StatusTooManyRequests
-		p.container.answered(sent, throttled)
+		if !p.quiet {
+			p.container.answered(sent, throttled)
+		}
 		if throttled {
 			p.give()
 		}

@@ -1385,6 +1385,33 @@ func TestCosmosDBThrottledContainerIsNotStormed(t *testing.T) {
 	assert.Equal(t, cosmosDBContainerRequests, limit(), "whole again within two polls")
 }
 
+func TestCosmosDBThrottledLeaseQueryLeavesTheBound(t *testing.T) {
+	// The lease container answers the lease query 429 twice: the poll
+	// succeeds, and the monitored container's bound is not lowered (its
+	// throughput is another container's).
+	const host = "throttled-leases.documents.azure.com"
+	service := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 10, host)}
+	var throttled atomic.Int32
+	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/leases/docs") && throttled.Add(1) <= 2 {
+			return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
+				Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {"10"}, "X-Ms-Substatus": {"3200"}},
+				Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
+		}
+		return service.Do(req)
+	})
+	estimator := testCosmosDBAccountEstimator(t, host, transport)
+	estimate, err := estimator.Estimate(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, estimate.Leases, 10)
+	assert.EqualValues(t, 3, throttled.Load(), "two 429s, then the page")
+	c := estimator.container
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, cosmosDBContainerRequests, c.limit)
+	assert.Zero(t, c.inFlight)
+}
+
 func TestCosmosDBContainerLimitFollowsThrottling(t *testing.T) {
 	// The limit halves once for the 429s of requests sent before the last
 	// halving, again for a request sent after it; each other answer adds
