@@ -103,15 +103,24 @@ spec:
     - {parameter: leaseCosmosDBKey, name: cosmos-secrets, key: leaseKey}
 `
 
+// offlineAccount is an account at a listener that fails the test if it is
+// ever connected to, a key for it and the Secret document holding both
+// (connectionString, key, leaseKey, endpoint) for the test manifests.
+func offlineAccount(t *testing.T) (endpoint, key, secrets string) {
+	t.Helper()
+	endpoint = noConnections(t)
+	key = base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
+	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
+	secrets = "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
+		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n  endpoint: \"" + endpoint + "\"\n"
+	return endpoint, key, secrets
+}
+
 // validate checks every azure-cosmosdb trigger of ScaledObjects and
 // ScaledJobs with the scaler's constructor, offline: the endpoints point
 // at a listener that fails the test if it is ever connected to.
 func TestValidate(t *testing.T) {
-	endpoint := noConnections(t)
-	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
-	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
-	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
-		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n  endpoint: \"" + endpoint + "\"\n"
+	endpoint, key, secrets := offlineAccount(t)
 	job := validateScaledJobYAML // its endpoints, in the TriggerAuthentication, are the Secret's
 	dir := t.TempDir()
 	valid := clitest.WriteFile(t, dir, "valid.yaml", clitest.ScaledObjectYAML+"---\n"+clitest.TriggerAuthYAML+"---\n"+job+"---\n"+secrets)
@@ -176,11 +185,7 @@ func TestValidate(t *testing.T) {
 // error naming the parameter and its warnings, the counts, and error and
 // exitCode; the exit codes are the table's. Still offline.
 func TestValidateJSON(t *testing.T) {
-	endpoint := noConnections(t)
-	key := base64.StdEncoding.EncodeToString([]byte("a valid-looking account key!"))
-	conn := "AccountEndpoint=" + endpoint + ";AccountKey=" + key + ";"
-	secrets := "apiVersion: v1\nkind: Secret\nmetadata: {name: cosmos-secrets, namespace: shop}\nstringData:\n  connectionString: \"" + conn +
-		"\"\n  key: \"" + key + "\"\n  leaseKey: \"" + key + "\"\n  endpoint: \"" + endpoint + "\"\n"
+	_, key, secrets := offlineAccount(t)
 	job := validateScaledJobYAML // its endpoints, in the TriggerAuthentication, are the Secret's
 	all := clitest.ScaledObjectYAML + "---\n" + clitest.TriggerAuthYAML + "---\n" + job + "---\n" + secrets
 	decode := func(t *testing.T, stdout string) validateReport {
