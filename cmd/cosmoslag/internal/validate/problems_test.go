@@ -108,3 +108,29 @@ func TestValidateReportsEveryProblemOfATrigger(t *testing.T) {
 		t.Errorf("json: %+v", report)
 	}
 }
+
+// failingWriter refuses every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// The exit codes the help and the README give: 0 every trigger valid, 2 a
+// trigger invalid or bad input, 1 the JSON output could not be written.
+func TestValidateExitCodes(t *testing.T) {
+	t.Setenv("connectionString", "")
+	os.Unsetenv("connectionString")
+	so, ta, env := validManifests(t, t.TempDir())
+	if code, _, _ := runCmd(t, "validate", "-f", so, "-f", ta, "--env-file", env); code != cli.ExitOK {
+		t.Errorf("valid: exit %d, want %d", code, cli.ExitOK)
+	}
+	if code, _, _ := runCmd(t, "validate", "-f", so, "-f", ta); code != cli.ExitBadArgs {
+		t.Errorf("invalid (no value of the Secret): exit %d, want %d", code, cli.ExitBadArgs)
+	}
+	if code, _, _ := runCmd(t, "validate", "--bogus"); code != cli.ExitBadArgs {
+		t.Errorf("bad flag: exit %d, want %d", code, cli.ExitBadArgs)
+	}
+	var stderr strings.Builder
+	if code := Run(t.Context(), []string{"-f", so, "-f", ta, "--env-file", env, "-o", "json"}, failingWriter{}, &stderr); code != cli.ExitFailed {
+		t.Errorf("output not written: exit %d, want %d (stderr %q)", code, cli.ExitFailed, stderr.String())
+	}
+}

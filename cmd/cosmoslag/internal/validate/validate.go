@@ -70,16 +70,24 @@ the files offline: its parameters are resolved as check resolves them (the
 referenced TriggerAuthentication, its Secrets, --env-file and --set values)
 and given to the scaler's own constructor, scalers.NewAzureCosmosDBScaler,
 which applies every parameter, credential and cloud rule of the real scaler
-and makes no request. No account is contacted. The scaler's warnings
-(unknown keys, secrets in plain metadata) are printed too. Keys, connection
-strings and client secrets are never printed.
+and makes no request. No account is contacted. Every problem of a trigger is
+reported: a metadata key or TriggerAuthentication parameter the trigger does
+not know (KEDA would ignore it) with the nearest parameter's name, each value
+that has no local value, each error of the constructor. The scaler's warnings
+(secrets in plain metadata) are printed too. Keys, connection strings and
+client secrets are never printed.
 
 With -o json, standard output holds exactly one JSON document whatever
-the outcome: "triggers" (kind, name, triggerIndex, valid, error, warnings,
-notes), "checked", "invalid", and "error" and "exitCode" as in check's.
+the outcome: "triggers" (kind, name, triggerIndex, valid, problems, error,
+warnings, notes), "checked", "invalid", and "error" and "exitCode" as in
+check's.
 
 Exit status: 0 every trigger is valid, 2 a trigger is invalid (or the flags
-or files are, or the files hold no azure-cosmosdb trigger).
+or files are, or the files hold no azure-cosmosdb trigger), 1 the JSON
+output could not be written.
+
+Example:
+  cosmoslag validate -f examples/typo-scaledobject.yaml -f examples/triggerauth.yaml --env-file examples/secrets.env
 
 Flags:
 `
