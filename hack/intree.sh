@@ -25,14 +25,14 @@
 # What goes in-tree: the same paths in KEDA's tree as here, selected by name.
 #   pkg/scalers/azure_cosmosdb_scaler.go, pkg/scalers/azure_cosmosdb_scaler_test.go
 #   pkg/scalers/azure/azure_cosmosdb_*.go           flat files of KEDA's package azure
-#                                                   (not *_bench_test.go nor azure_cosmosdb_inspect.go)
+#                                                   (not *_bench_test.go)
 #   tests/scalers/azure/azure_cosmosdb/,            KEDA's two e2e suites (build tag e2e),
 #   tests/scalers/azure/azure_cosmosdb_aad_wi/      every file in them
 #   tests/scalers/azure/helper/CosmosDBHelper.go    beside KEDA's other Azure e2e helpers
 # Everything else stays home and is never named by the patch:
 # pkg/scalers/keda_adapter.go and pkg/scalers/azure/keda_adapter.go (stand-ins for
 # names KEDA's scalers and azure packages already have),
-# pkg/scalers/azure_cosmosdb_inspect.go and pkg/scalers/azure/azure_cosmosdb_inspect.go
+# pkg/scalers/cosmoslag_*.go and pkg/scalers/azure/cosmoslag_*.go
 # (what the commands read of the scaler), the benchmarks (*_bench_test.go: their
 # figures live in BENCHMARKS.md), pkg/cosmostest (the emulator), tests/emulator,
 # tests/local, tests/sdk, cmd.
@@ -152,7 +152,7 @@ limit_pr_body=80
 limit_docs_page=300
 
 # What stays home: no copied file may import or name it.
-home_only='cosmoslag|cosmostest|tests/emulator|tests/local|tests/sdk|BENCHMARKS\.md|keda_adapter|azure_cosmosdb_inspect'
+home_only='cosmoslag|cosmostest|tests/emulator|tests/local|tests/sdk|BENCHMARKS\.md|keda_adapter'
 
 # select_files SRC: the in-tree files of the tree at SRC, repository-relative,
 # one per line, sorted. Fails (with the reasons on stderr) when the layout lacks
@@ -168,7 +168,7 @@ select_files() {
 		done
 		for f in "$s"/pkg/scalers/azure/azure_cosmosdb_*.go; do
 			[ -f "$f" ] || continue
-			case "$f" in *_bench_test.go | */azure_cosmosdb_inspect.go) continue ;; esac
+			case "$f" in *_bench_test.go) continue ;; esac
 			echo "pkg/scalers/azure/${f##*/}"
 			case "$f" in *_test.go) ;; *) n_azure=$((n_azure + 1)) ;; esac
 		done
@@ -305,7 +305,7 @@ stack_trees() {
 
 # The paths a stack diff may change (this repository's, which are KEDA's).
 in_tree_pattern='^(pkg/scalers/azure_cosmosdb_scaler(_test)?\.go|pkg/scalers/azure/azure_cosmosdb_[a-z0-9_]+\.go|tests/scalers/azure/azure_cosmosdb(_aad_wi)?/[^/]+|tests/scalers/azure/helper/CosmosDBHelper\.go)$'
-in_tree_pathspec=(':(glob)pkg/scalers/azure_cosmosdb_scaler*.go' ':(glob)pkg/scalers/azure/azure_cosmosdb_*.go' ':(exclude)pkg/scalers/azure/azure_cosmosdb_inspect.go' ':(exclude,glob)**/*_bench_test.go' 'tests/scalers/azure')
+in_tree_pathspec=(':(glob)pkg/scalers/azure_cosmosdb_scaler*.go' ':(glob)pkg/scalers/azure/azure_cosmosdb_*.go' ':(exclude,glob)**/*_bench_test.go' 'tests/scalers/azure')
 
 # stack_write DIR: writes the stack's diffs from the git repository DIR,
 # whose HEAD is the first pull request's tree, HEAD~1 the second's, ...,
@@ -752,7 +752,7 @@ for f in "${copied[@]}"; do
 done
 # Stays home (listed so the boundary is seen on every run).
 home=$(cd "$src" && {
-	ls pkg/scalers/keda_adapter.go pkg/scalers/azure/keda_adapter.go pkg/scalers/azure_cosmosdb_inspect.go pkg/scalers/azure/azure_cosmosdb_inspect.go 2>/dev/null
+	ls pkg/scalers/keda_adapter.go pkg/scalers/azure/keda_adapter.go pkg/scalers/cosmoslag_*.go pkg/scalers/azure/cosmoslag_*.go 2>/dev/null
 	find pkg tests -name '*cosmosdb*_bench_test.go' 2>/dev/null
 	find tests/scalers -mindepth 2 -maxdepth 2 -type d -name 'azure_cosmosdb*' ! -name azure_cosmosdb ! -name azure_cosmosdb_aad_wi 2>/dev/null
 } | LC_ALL=C sort)

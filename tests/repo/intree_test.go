@@ -28,7 +28,7 @@ func inTreeFiles(t *testing.T) []string {
 // The files that go in-tree, chosen by hand from the patterns KEDA's layout
 // allows, agree with the script's selection: the script copies exactly the
 // scaler and its test, the azure_cosmosdb_* files of package azure (not the
-// benchmarks, nor the home-only azure_cosmosdb_inspect.go), the two e2e
+// benchmarks, nor the home-only cosmoslag_*.go), the two e2e
 // suites and their helper.
 func TestInTreeSelectionIsKEDAsLayout(t *testing.T) {
 	listed := inTreeFiles(t)
@@ -42,7 +42,7 @@ func TestInTreeSelectionIsKEDAsLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range azure {
-		if !strings.HasSuffix(f, "_bench_test.go") && filepath.Base(f) != "azure_cosmosdb_inspect.go" {
+		if !strings.HasSuffix(f, "_bench_test.go") {
 			want = append(want, filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator))))
 		}
 	}
@@ -141,9 +141,9 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 		switch {
 		case e.IsDir():
 			t.Errorf("pkg/scalers/azure/%s: a nested package; KEDA's azure package has none", name)
-		case name == "keda_adapter.go", name == "azure_cosmosdb_inspect.go", strings.HasSuffix(name, "_bench_test.go"), !strings.HasSuffix(name, ".go"):
+		case name == "keda_adapter.go", strings.HasPrefix(name, "cosmoslag_"), strings.HasSuffix(name, "_bench_test.go"), !strings.HasSuffix(name, ".go"):
 		case !slices.Contains(listed, "pkg/scalers/azure/"+name):
-			t.Errorf("pkg/scalers/azure/%s is neither copied in-tree (azure_cosmosdb_*.go) nor home-only (keda_adapter.go, azure_cosmosdb_inspect.go)", name)
+			t.Errorf("pkg/scalers/azure/%s is neither copied in-tree (azure_cosmosdb_*.go) nor home-only (keda_adapter.go, cosmoslag_*.go)", name)
 		}
 	}
 	// KEDA's e2e layout: the two suites and the helper, nothing else; a third
@@ -173,7 +173,7 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 	}
 	for _, f := range scalers {
 		name := filepath.Base(f)
-		if name == "azure_cosmosdb_inspect.go" || strings.HasSuffix(name, "_bench_test.go") {
+		if strings.HasSuffix(name, "_bench_test.go") {
 			continue
 		}
 		if !slices.Contains(listed, "pkg/scalers/"+name) {
