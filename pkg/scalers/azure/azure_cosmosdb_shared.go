@@ -126,16 +126,22 @@ func newCosmosDBContainerKey(endpoint *url.URL, database, container string) cosm
 // cosmosDBContainer admits the requests to one container, in the order
 // they ask: at most limit in flight. limit starts at
 // cosmosDBContainerRequests; a throttled answer (429) halves it, once for
-// the requests sent before the halving; every other answer adds one back,
-// so it is whole again after limit answers more or less (a poll or two).
-// The wait a 429 asks for is the request's own (azcore's retry policy).
+// the requests sent before the halving. From a second after the last 429
+// (throughput is provisioned per second) every other answer adds one back,
+// so it is whole again a second and at most 127 answers later (a poll or
+// two of 100 leases). The wait a 429 asks for is the request's own
+// (azcore's retry policy).
 type cosmosDBContainer struct {
-	mu       sync.Mutex
-	limit    int
-	inFlight int
-	waiting  []chan struct{} // closed when handed a place
-	halved   time.Time       // when limit last halved
+	mu        sync.Mutex
+	limit     int
+	inFlight  int
+	waiting   []chan struct{} // closed when handed a place
+	halved    time.Time       // when limit last halved
+	throttled time.Time       // the last 429's answer
 }
+
+// cosmosDBThrottleHold is how long after a 429 the limit does not grow.
+const cosmosDBThrottleHold = time.Second
 
 func newCosmosDBContainer() (*cosmosDBContainer, error) {
 	return &cosmosDBContainer{limit: cosmosDBContainerRequests}, nil
@@ -187,11 +193,15 @@ func (c *cosmosDBContainer) release() {
 func (c *cosmosDBContainer) answered(sent time.Time, throttled bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := time.Now()
 	switch {
-	case throttled && sent.After(c.halved):
-		c.limit = max(1, c.limit/2)
-		c.halved = time.Now()
-	case !throttled && c.limit < cosmosDBContainerRequests:
+	case throttled:
+		c.throttled = now
+		if sent.After(c.halved) {
+			c.limit = max(1, c.limit/2)
+			c.halved = now
+		}
+	case c.limit < cosmosDBContainerRequests && now.Sub(c.throttled) >= cosmosDBThrottleHold:
 		c.limit++
 		c.admit()
 	}

@@ -1370,11 +1370,13 @@ func TestCosmosDBThrottledContainerIsNotStormed(t *testing.T) {
 	}
 
 	// Recovery from the lowest limit: the account stops throttling, and
-	// within two polls of 100 leases the bound is whole again.
+	// from a second after the last 429, within two polls of 100 leases the
+	// bound is whole again.
 	c := estimators[0].container
 	c.mu.Lock()
 	c.limit = 1
 	c.mu.Unlock()
+	time.Sleep(cosmosDBThrottleHold)
 	account.mu.Lock()
 	account.perSecond, account.burst = 1e9, 1e9
 	account.mu.Unlock()
@@ -1414,9 +1416,10 @@ func TestCosmosDBThrottledLeaseQueryLeavesTheBound(t *testing.T) {
 
 func TestCosmosDBContainerLimitFollowsThrottling(t *testing.T) {
 	// The limit halves once for the 429s of requests sent before the last
-	// halving, again for a request sent after it; each other answer adds
-	// one, a place freed by growth goes to the first waiting, and the limit
-	// never grows beyond the bound.
+	// halving, again for a request sent after it; no other answer adds one
+	// within a second of the last 429, each adds one after; a place freed
+	// by growth goes to the first waiting, and the limit never grows
+	// beyond the bound.
 	c, _ := newCosmosDBContainer()
 	before := time.Now()
 	time.Sleep(time.Millisecond)
@@ -1427,6 +1430,9 @@ func TestCosmosDBContainerLimitFollowsThrottling(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	c.answered(time.Now(), true)
 	assert.Equal(t, cosmosDBContainerRequests/4, c.limit)
+	c.answered(time.Now(), false)
+	assert.Equal(t, cosmosDBContainerRequests/4, c.limit, "no growth within a second of a 429")
+	time.Sleep(cosmosDBThrottleHold)
 	for range cosmosDBContainerRequests / 4 {
 		require.NoError(t, c.acquire(context.Background(), false))
 	}
