@@ -33,18 +33,27 @@ const (
 type CosmosDBClient struct {
 	endpoint *url.URL
 	pipeline runtime.Pipeline
-	release  func() // conn's shared credential, if any
+	release  func() // the pipeline and conn's credential
 }
 
 // NewCosmosDBClient signs requests with conn's key, or sends its bearer
-// token. Close releases the token credential it shares with the process's
-// other clients of its identity.
+// token. Close releases what it shares with the process's other clients
+// (its pipeline, its credential).
 func NewCosmosDBClient(conn *CosmosDBConnection, transport policy.Transporter) *CosmosDBClient {
-	release := func() {}
-	if conn.releaseToken != nil {
-		release = conn.releaseToken
+	key := cosmosDBPipelineKey{token: cosmosDBComparable(conn.token), scope: conn.scope, transport: cosmosDBTransportKey(transport)}
+	if conn.UsesKey() {
+		key.accountKey = sha256.Sum256(conn.key)
 	}
-	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: newCosmosDBPipeline(conn, transport), release: release}
+	pipeline, releasePipeline, _ := cosmosDBPipelines.acquire(key, func() (runtime.Pipeline, error) {
+		return newCosmosDBPipeline(conn, transport), nil
+	})
+	release := func() {
+		releasePipeline()
+		if conn.releaseToken != nil {
+			conn.releaseToken()
+		}
+	}
+	return &CosmosDBClient{endpoint: conn.Endpoint, pipeline: pipeline, release: release}
 }
 
 // newCosmosDBPipeline is the pipeline of conn's credential on transport; it
@@ -88,8 +97,8 @@ func newCosmosDBPipeline(conn *CosmosDBConnection, transport policy.Transporter)
 	}, &policy.ClientOptions{Transport: transport, Retry: retry})
 }
 
-// Close releases the client's hold on its credential, dropped with its
-// last client; it may be called more than once.
+// Close releases the client's holds on its pipeline and its credential,
+// each dropped with its last client; it may be called more than once.
 func (c *CosmosDBClient) Close() { c.release() }
 
 // url is the address of a resource of the account: dbs/{db}/colls/{container}/...

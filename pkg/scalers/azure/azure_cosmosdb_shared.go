@@ -15,12 +15,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 )
 
 // One KEDA operator polls every ScaledObject of the cluster. What its
 // azure-cosmosdb scalers share, in one process-wide registry: per monitored
 // container, a bound on the requests in flight to it; per identity, one
-// token credential. An entry lives while a scaler holds it.
+// token credential; per account key or credential, one pipeline. An entry
+// lives while a scaler holds it.
 
 // cosmosDBRegistry is the process's one registry of shared entries: acquire
 // adds a holder (building the value for the first), and an entry is dropped
@@ -333,4 +335,19 @@ func cosmosDBComparable(v any) any {
 		return new(byte)
 	}
 	return v
+}
+
+// cosmosDBPipelines holds, per credential and transport, the pipeline of
+// the process's clients. A pipeline keeps nothing of an account but the
+// key it signs with, so a scaler's data and lease clients, and the scalers
+// of one account key or identity, send through one pipeline.
+var cosmosDBPipelines cosmosDBSharedKind[cosmosDBPipelineKey, runtime.Pipeline]
+
+// cosmosDBPipelineKey is what a pipeline depends on: the account key (its
+// SHA-256) or the shared token credential and scope, and the transport.
+type cosmosDBPipelineKey struct {
+	accountKey [sha256.Size]byte
+	token      any
+	scope      string
+	transport  cosmosDBTransport
 }

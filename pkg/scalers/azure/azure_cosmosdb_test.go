@@ -1455,11 +1455,13 @@ func (f testCosmosDBRoundTripFunc) RoundTrip(req *http.Request) (*http.Response,
 }
 
 func TestCosmosDBScalersSignWithTheirOwnKey(t *testing.T) {
-	// Two scalers of one account with other keys: each one's requests are
-	// signed with its key, never the other's.
+	// Scalers of one account with other keys: each one's requests are
+	// signed with its key, never the other's; the scalers of one key share
+	// one pipeline, dropped with the last.
 	const host = "own-key.documents.azure.com"
 	tr := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 1, host)}
 	transport := testCosmosDBRoundTripper{tr}
+	var estimators []*CosmosDBLagEstimator
 	for _, key := range []string{testCosmosDBKey, testCosmosDBLeaseKey, testCosmosDBKey} {
 		e := testCosmosDBEstimatorOf(t, CosmosDBAuth{Connection: testCosmosDBConnection("https://"+host+":443/", key)}, transport)
 		tr.mu.Lock()
@@ -1473,7 +1475,20 @@ func TestCosmosDBScalersSignWithTheirOwnKey(t *testing.T) {
 			resourceType, resourceLink := cosmosDBResourceOf(r.path)
 			assert.Equal(t, testCosmosDBSignature(t, key, r.method, resourceType, resourceLink, r.header.Get("X-Ms-Date")), r.header.Get("Authorization"), "%s %s", r.method, r.path)
 		}
+		estimators = append(estimators, e)
 	}
+	pipelineOf := func(key string) cosmosDBPipelineKey {
+		raw, err := base64.StdEncoding.DecodeString(key)
+		require.NoError(t, err)
+		return cosmosDBPipelineKey{accountKey: sha256.Sum256(raw), transport: cosmosDBTransportKey(transport)}
+	}
+	assert.Equal(t, 4, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)), "data and lease clients of two scalers")
+	assert.Equal(t, 2, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
+	for _, e := range estimators {
+		e.Close()
+	}
+	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBKey)))
+	assert.Zero(t, cosmosDBPipelines.holders(pipelineOf(testCosmosDBLeaseKey)))
 }
 
 func (tr *testCosmosDBTransport) RoundTrip(req *http.Request) (*http.Response, error) {
