@@ -510,7 +510,7 @@ func TestBenchmarkFloorReadsAsManyAsTheScaler(t *testing.T) {
 		}
 		return m[1]
 	}
-	scaler := value("pkg/scalers/azure/azure_cosmosdb_estimator.go", "cosmosDBReadConcurrency")
+	scaler := value("pkg/scalers/azure/azure_cosmosdb_shared.go", "cosmosDBContainerRequests")
 	if floor := value("tests/emulator/poll_bench_test.go", "floorReadConcurrency"); floor != scaler {
 		t.Errorf("the floor runs %s readers, the scaler %s", floor, scaler)
 	}
