@@ -101,7 +101,7 @@ func (h *cosmosDBHold) release() {
 // operator restart (every scale loop's first poll at once, KEDA's loops
 // have no jitter) sends leases x ScaledObjects reads at once, one
 // connection each: at 100 x 100 most first polls failed. Chosen by
-// measuring fleets of 100 and 500 ScaledObjects (BENCHMARKS.md).
+// measuring fleets of 100 and 500 ScaledObjects.
 const cosmosDBContainerRequests = 128
 
 // cosmosDBContainers holds the bound of each monitored container; each
