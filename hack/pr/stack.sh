@@ -164,7 +164,7 @@ write)
 		n=$((n + 1))
 		mkdir -p "$out/$pr"
 		git -C "$dir" format-patch -q -o "$(cd "$out/$pr" && pwd)" "$prev..$pr"
-		sed -e "s/@@N@@/$n/g" -e "s/@@TOTAL@@/$total/g" -e "s/@@KEDA_VERSION@@/$version/g" \
+		sed -e "s/@@N@@/$n/g" -e "s/@@PREV@@/$((n - 1))/g" -e "s/@@TOTAL@@/$total/g" -e "s/@@KEDA_VERSION@@/$version/g" \
 			-e "s/@@SIZE@@/$(git -C "$dir" diff --shortstat "$prev" "$pr" | sed 's/^ //')/" \
 			"$stack/$pr/PULL_REQUEST.md.tmpl" >"$out/$pr/PULL_REQUEST.md"
 		! grep -qE '@@[A-Z_]+@@|TODO' "$out/$pr/PULL_REQUEST.md" || fail "$pr: PULL_REQUEST.md has a placeholder or TODO left"
