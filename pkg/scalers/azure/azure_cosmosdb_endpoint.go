@@ -66,7 +66,7 @@ func checkCosmosDBDestination(auth CosmosDBAuth, d cosmosDBDestination) error {
 			return fmt.Errorf("%s: workload identity tokens are only sent to hosts under %s, the Cosmos DB DNS suffix of the trigger's cloud", d.endpointParam, env.CosmosDBDNSSuffix)
 		}
 	case d.key == "" && auth.givenByTriggerAuthentication("clientSecret") && private &&
-		!(auth.givenByTriggerAuthentication("cloud") && auth.givenByTriggerAuthentication("cosmosDBResourceURL") && auth.givenByTriggerAuthentication(DefaultActiveDirectoryEndpointKey)):
+		(!auth.givenByTriggerAuthentication("cloud") || !auth.givenByTriggerAuthentication("cosmosDBResourceURL") || !auth.givenByTriggerAuthentication(DefaultActiveDirectoryEndpointKey)):
 		return fmt.Errorf("cloud: Private with the TriggerAuthentication's service principal needs cloud, cosmosDBResourceURL and activeDirectoryEndpoint in that TriggerAuthentication")
 	case (keyOfAuth || d.key == "" && auth.givenByTriggerAuthentication("clientSecret")) && !auth.givenByTriggerAuthentication(d.endpointParam):
 		if suffixes := cosmosDBKnownDNSSuffixes(auth.Cloud); !isUnderCosmosDBDNSSuffix(host, suffixes) {
