@@ -119,3 +119,63 @@ func TestABodyLongerThanAnnouncedIsReadWholeUnderTheCap(t *testing.T) {
 		t.Errorf("read %d bytes of an endless body announced as 10, want the cap (%d) and little more", read, maxResponseBytes)
 	}
 }
+
+// statusResponse is an answer of the service with status and, for a 429,
+// the wait it asks for (1 ms, so that the test does not wait).
+func statusResponse(status int) func() *http.Response {
+	return func() *http.Response {
+		r := bodyResponse(strings.NewReader(`{"code":"x","message":"y"}`), -1)
+		r.StatusCode = status
+		if status == http.StatusTooManyRequests {
+			r.Header.Set("x-ms-retry-after-ms", "1")
+		}
+		return r
+	}
+}
+
+// A throttled read is retried as often as the Cosmos DB SDKs retry one:
+// nine 429s in a row still end in the answer.
+func TestAThrottledReadIsRetriedNineTimes(t *testing.T) {
+	const doc = `{"id":"appdb","_rid":"dbRID"}`
+	responses := make([]func() *http.Response, 0, 12)
+	for range 9 {
+		responses = append(responses, statusResponse(http.StatusTooManyRequests))
+	}
+	responses = append(responses,
+		func() *http.Response { return bodyResponse(strings.NewReader(doc), int64(len(doc))) },
+		func() *http.Response { return bodyResponse(strings.NewReader(`{"_rid":"collRID=="}`), -1) },
+		func() *http.Response { return bodyResponse(strings.NewReader(`{"Documents":[]}`), -1) })
+	if err, tries := scriptedTries(t, responses...); err != nil || tries != 12 {
+		t.Fatalf("err = %v after %d requests, want none after 12 (nine 429s, the database, the container, the lease page)", err, tries)
+	}
+
+	err, tries := scriptedTries(t, statusResponse(http.StatusTooManyRequests))
+	if err == nil || !strings.Contains(err.Error(), "read database appdb: HTTP 429") || !strings.Contains(err.Error(), "(throttled)") {
+		t.Fatalf("err = %v, want the operation and the 429", err)
+	}
+	if tries != 10 {
+		t.Errorf("%d tries of an always throttled read, want 10 (nine retries)", tries)
+	}
+}
+
+// Any other failure is retried three times, 429s between them not counted:
+// a failing account fails the poll within seconds.
+func TestOtherFailuresAreRetriedThreeTimes(t *testing.T) {
+	err, tries := scriptedTries(t, statusResponse(http.StatusServiceUnavailable))
+	if err == nil || !strings.Contains(err.Error(), "read database appdb: HTTP 503") {
+		t.Fatalf("err = %v, want the operation and the 503", err)
+	}
+	if tries != 4 {
+		t.Errorf("%d tries of an always unavailable account, want 4 (three retries)", tries)
+	}
+
+	err, tries = scriptedTries(t,
+		statusResponse(http.StatusServiceUnavailable), statusResponse(http.StatusTooManyRequests),
+		statusResponse(http.StatusTooManyRequests), statusResponse(http.StatusServiceUnavailable))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Fatalf("err = %v, want the last 503", err)
+	}
+	if tries != 6 {
+		t.Errorf("%d tries, want 6: two 429s and four other failures", tries)
+	}
+}

@@ -88,14 +88,71 @@ func newCosmosDBPipeline(conn *CosmosDBConnection, transport policy.Transporter)
 	// 504 answers and dropped connections are retried within the poll, as
 	// azcosmos's default policy does; azcore waits what a 429's
 	// x-ms-retry-after-ms asks, request by request (a wait longer than
-	// MaxRetryDelay ends the retries).
-	retry := policy.RetryOptions{MaxRetries: 3, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
-		StatusCodes: []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
-			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}}
+	// MaxRetryDelay ends the retries). MaxRetries is the count for 429s;
+	// cosmosDBRetryCountPolicy ends the retries of anything else sooner.
+	retry := policy.RetryOptions{MaxRetries: cosmosDBThrottledRetries, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: 2 * time.Second, TryTimeout: tryTimeout,
+		StatusCodes: cosmosDBRetriedStatuses}
 	return runtime.NewPipeline("keda-azure-cosmosdb", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{cosmosDBThrottlePolicy{}, auth, cosmosDBBodyPolicy{}},
+		PerRetry: []policy.Policy{cosmosDBRetryCountPolicy{}, cosmosDBThrottlePolicy{}, auth, cosmosDBBodyPolicy{}},
 	}, &policy.ClientOptions{Transport: transport, Retry: retry})
 }
+
+// A throttled request is retried as often as the Cosmos DB SDKs retry one
+// (9 times, each after the wait the service asks for): on a throttled
+// container most tries of a poll's reads are answered 429 for a while, and
+// 3 retries failed polls there. Any other failure is retried 3 times, so
+// that a refused connection or a failing account fails the poll within
+// seconds rather than after ten tries.
+const (
+	cosmosDBThrottledRetries = 9
+	cosmosDBOtherRetries     = 3
+)
+
+var cosmosDBRetriedStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 449, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+
+// cosmosDBFailedTriesKey holds, in a request's context, how many of its
+// tries failed other than by a 429.
+type cosmosDBFailedTriesKey struct{}
+
+// cosmosDBRetryCountPolicy ends azcore's retries of a request at its
+// (cosmosDBOtherRetries+1)th try that failed other than by a 429; the 429s
+// are counted by azcore's MaxRetries.
+type cosmosDBRetryCountPolicy struct{}
+
+func (cosmosDBRetryCountPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	failed, _ := req.Raw().Context().Value(cosmosDBFailedTriesKey{}).(*int)
+	switch {
+	case failed == nil, err == nil && resp.StatusCode == http.StatusTooManyRequests,
+		err == nil && !slices.Contains(cosmosDBRetriedStatuses, resp.StatusCode):
+		return resp, err
+	}
+	if *failed++; *failed <= cosmosDBOtherRetries {
+		return resp, err
+	}
+	return nil, &cosmosDBRetriesSpent{resp: resp, err: err}
+}
+
+// cosmosDBRetriesSpent carries the last try's answer or error out of
+// azcore's retry loop, which does not retry it (errorinfo.NonRetriable);
+// do hands on what it carries. The answer's body is read already
+// (cosmosDBBodyPolicy), so the end of the try's context does not cut it.
+type cosmosDBRetriesSpent struct {
+	resp *http.Response
+	err  error
+}
+
+func (e *cosmosDBRetriesSpent) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return "HTTP " + strconv.Itoa(e.resp.StatusCode)
+}
+
+func (e *cosmosDBRetriesSpent) Unwrap() error { return e.err }
+
+func (*cosmosDBRetriesSpent) NonRetriable() {}
 
 // Close releases the client's holds on its pipeline and its credential,
 // each dropped with its last client; it may be called more than once.
@@ -192,7 +249,7 @@ func (c *CosmosDBClient) sendPages(ctx context.Context, r cosmosDBRequest, page 
 // do sends r through the pipeline and reads at most one byte past the
 // body's cap.
 func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBResponse, error) {
-	req, err := runtime.NewRequest(ctx, r.method, r.url)
+	req, err := runtime.NewRequest(context.WithValue(ctx, cosmosDBFailedTriesKey{}, new(int)), r.method, r.url)
 	if err != nil {
 		return cosmosDBResponse{}, err
 	}
@@ -212,6 +269,9 @@ func (c *CosmosDBClient) do(ctx context.Context, r cosmosDBRequest) (cosmosDBRes
 	}
 	runtime.SkipBodyDownload(req) // cosmosDBBodyPolicy reads it
 	resp, err := c.pipeline.Do(req)
+	if spent, ok := errors.AsType[*cosmosDBRetriesSpent](err); ok {
+		resp, err = spent.resp, spent.err
+	}
 	if err != nil {
 		return cosmosDBResponse{}, err
 	}
