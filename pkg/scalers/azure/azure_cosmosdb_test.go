@@ -933,7 +933,7 @@ func TestCosmosDBReadsStartWithTheFirstLeasePage(t *testing.T) {
 	assert.Len(t, estimate.Leases, 2)
 }
 
-// The bound per account and the credential per identity, shared by the
+// The bound per monitored container and the credential per identity, shared by the
 // scalers of the process (azure_cosmosdb_shared.go).
 // testCosmosDBGate is a transport that counts the Cosmos DB requests in
 // flight (peak included) and holds the change feed reads to the hosts in
