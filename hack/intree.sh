@@ -48,7 +48,8 @@
 # the run.
 #
 # The stack: KEDA takes one pull request at a time, each an edit of its own
-# scaler; hack/pr/stack.sh and hack/pr/stack/series say how it is kept.
+# scaler (the last, of its two e2e suites of the trigger); hack/pr/stack.sh and
+# hack/pr/stack/series say how it is kept.
 
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)

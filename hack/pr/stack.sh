@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pull requests KEDA gets: small edits of KEDA v2.21.0's own azure-cosmosdb
 # scaler (pkg/scalers/azure_cosmosdb_scaler.go and its test file), one after
-# the other, in the order of hack/pr/stack/series.
+# the other, in the order of hack/pr/stack/series; one of them (08-e2e-suites)
+# edits KEDA's two e2e suites of the trigger instead.
 #
 #   hack/pr/stack.sh apply DIR      a clean copy of KEDA v2.21.0 in DIR (a git
 #                                   repository), each pull request's change.patch
@@ -17,7 +18,14 @@
 #                                   TestExtractItemLSN, so they are named too); its added production lines (non-test
 #                                   Go) at most 300; every test function of v2.21.0's
 #                                   azure_cosmosdb_scaler_test.go still defined, and
-#                                   changed only where its changed-tests file names it
+#                                   changed only where its changed-tests file names it;
+#                                   go vet -tags e2e of the two e2e suites
+#                                   (tests/scalers/azure/azure_cosmosdb and
+#                                   azure_cosmosdb_aad_wi: compiled, never run here, as
+#                                   they need a cluster and an Azure account), every
+#                                   function of v2.21.0's two suite files still defined,
+#                                   and golangci-lint of them (--build-tags e2e) where
+#                                   the pull request changes them
 #   hack/pr/stack.sh save DIR       write each commit of DIR after the base back to
 #                                   its pull request's change.patch (edit the stack in
 #                                   DIR with git rebase -i, then save)
@@ -65,6 +73,13 @@ func_body() { awk -v name="$1" '$0 ~ "^func " name "\\(" { on = 1 } on { print }
 # test_functions FILE: the test functions a test file defines, one a line.
 test_functions() { grep -oE '^func (Test|Fuzz|Example)[A-Za-z0-9_]*' "$1" | sed 's/^func //' | sort; }
 
+# top_functions FILE: the top-level functions a Go file defines, one a line.
+top_functions() { grep -oE '^func [A-Za-z0-9_]+' "$1" | sed 's/^func //' | sort; }
+
+# The e2e suites of the trigger in KEDA's tree, and their packages.
+e2e_suites="tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go"
+e2e_pkgs="./tests/scalers/azure/azure_cosmosdb/... ./tests/scalers/azure/azure_cosmosdb_aad_wi/..."
+
 case "${1:-}" in
 apply)
 	dir=${2:?usage: hack/pr/stack.sh apply DIR}
@@ -100,6 +115,10 @@ verify)
 		[ -x "$lint" ] || lint=
 	fi
 	base_tests=$(git show base:pkg/scalers/azure_cosmosdb_scaler_test.go | test_functions /dev/stdin)
+	declare -A base_e2e
+	for f in $e2e_suites; do
+		base_e2e[$f]=$(git show "base:$f" | top_functions /dev/stdin)
+	done
 	n=0
 	bad=0
 	for pr in $(series); do
@@ -124,13 +143,29 @@ verify)
 				bad=1
 			fi
 		done
+		for f in $e2e_suites; do
+			now=$(top_functions "$f")
+			for fn in ${base_e2e[$f]}; do
+				grep -qx "$fn" <<<"$now" || { echo "   v2.21.0's $f defines $fn, which is no longer defined" >&2; bad=1; }
+			done
+		done
+		e2e_changed=0
+		# shellcheck disable=SC2086 # a list of files
+		git diff --quiet "$pr~1" "$pr" -- $e2e_suites || e2e_changed=1
 		# shellcheck disable=SC2086 # a list of packages
 		go build ${STACK_BUILD:-./pkg/scalers/... ./cmd/...} || { echo "   go build failed" >&2; bad=1; continue; }
 		go vet ./pkg/scalers/ || bad=1
+		# shellcheck disable=SC2086 # a list of packages
+		go vet -tags e2e $e2e_pkgs || { echo "   go vet -tags e2e of the e2e suites failed" >&2; bad=1; }
+		echo "   e2e suites: vetted (-tags e2e); not run (they need a cluster and an Azure account)"
 		if [ "${STACK_LINT:-1}" = 0 ]; then
 			echo "   golangci-lint: not run here (STACK_LINT=0)"
 		elif [ -n "$lint" ]; then
 			"$lint" run --allow-serial-runners --timeout 20m ./pkg/scalers/ || { echo "   golangci-lint found problems" >&2; bad=1; }
+			if [ "$e2e_changed" = 1 ]; then
+				# shellcheck disable=SC2086 # a list of packages
+				"$lint" run --allow-serial-runners --timeout 20m --build-tags e2e $e2e_pkgs || { echo "   golangci-lint found problems in the e2e suites" >&2; bad=1; }
+			fi
 		else
 			echo "   golangci-lint: not installed (make intree installs KEDA's pinned one); skipped" >&2
 			bad=1
@@ -139,7 +174,7 @@ verify)
 	done
 	git checkout -q "$(series | tail -n 1)"
 	[ "$bad" = 0 ] || fail "a pull request's head failed a check (above)"
-	echo "every head checked builds, vets, lints (unless STACK_LINT=0) and passes the scaler's tests"
+	echo "every head checked builds, vets (the e2e suites with -tags e2e), lints (unless STACK_LINT=0) and passes the scaler's tests"
 	;;
 save)
 	dir=${2:?usage: hack/pr/stack.sh save DIR}

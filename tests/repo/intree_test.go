@@ -228,14 +228,38 @@ func testFunctionBodies(src string) map[string]string {
 	return bodies
 }
 
+// e2eSuitesPR is the stack's pull request that edits KEDA's two e2e suites of
+// the trigger (e2eSuites), and only them; the others edit only the scaler and
+// its test file.
+const e2eSuitesPR = "08-e2e-suites"
+
+// e2eSuites are KEDA v2.21.0's e2e suites of the trigger, as e2eSuitesPR edits them.
+var e2eSuites = []string{
+	"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go",
+	"tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go",
+}
+
+// topLevelFunctions lists the names of the top-level functions of a Go source.
+func topLevelFunctions(src string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^func (\w+)\(`).FindAllStringSubmatch(src, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
 // The stack is edits of KEDA v2.21.0's own scaler: each pull request's
 // change.patch applies with git apply on the one before it (the first on
 // v2.21.0's scaler files), changes only the scaler and its test file, adds
 // at most 300 production lines, keeps every test function of v2.21.0's
 // azure_cosmosdb_scaler_test.go defined, and changes one only where its
 // changed-tests names it (its PULL_REQUEST.md says why); each has its texts.
-// The first pull request is the advisory's patch. (hack/pr/stack.sh verify
-// builds, lints and tests each head in a copy of all of KEDA.)
+// The first pull request is the advisory's patch. One pull request,
+// e2eSuitesPR, edits KEDA's two e2e suites of the trigger instead, and
+// nothing else: it keeps every function they define, and they create
+// nothing with throughput (a serverless account refuses it). (hack/pr/stack.sh
+// verify builds, lints and tests each head in a copy of all of KEDA, and vets
+// the e2e suites.)
 func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 	names := stackSeries(t)
 	dir := t.TempDir()
@@ -245,7 +269,10 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 		t.Fatal(err)
 	}
 	const scaler, scalerTest = "pkg/scalers/azure_cosmosdb_scaler.go", "pkg/scalers/azure_cosmosdb_scaler_test.go"
-	for _, f := range []string{scaler, scalerTest} {
+	if !slices.Contains(names, e2eSuitesPR) {
+		t.Errorf("hack/pr/stack/series does not name %s, the pull request of the e2e suites", e2eSuitesPR)
+	}
+	for _, f := range append([]string{scaler, scalerTest}, e2eSuites...) {
 		src, err := os.ReadFile(filepath.Join(keda, f))
 		if err != nil {
 			t.Fatal(err)
@@ -282,11 +309,15 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 			}
 		}
 		patch := filepath.Join(stackDir, name, "change.patch")
+		allowed, what := []string{scaler, scalerTest}, "only the scaler and its test file"
+		if name == e2eSuitesPR {
+			allowed, what = e2eSuites, "only KEDA's two e2e suites of the trigger"
+		}
 		prod := 0
 		for _, line := range strings.Split(strings.TrimSpace(git("apply", "--numstat", patch)), "\n") {
 			fields := strings.Split(line, "\t")
-			if len(fields) != 3 || (fields[2] != scaler && fields[2] != scalerTest) {
-				t.Errorf("%s changes %q: only the scaler and its test file", name, line)
+			if len(fields) != 3 || !slices.Contains(allowed, fields[2]) {
+				t.Errorf("%s changes %q: %s", name, line, what)
 				continue
 			}
 			if fields[2] == scaler {
@@ -300,6 +331,17 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 		before := testFunctionBodies(readFile(t, filepath.Join(dir, scalerTest)))
 		git("apply", patch)
 		after := testFunctionBodies(readFile(t, filepath.Join(dir, scalerTest)))
+		for _, suite := range e2eSuites {
+			src := readFile(t, filepath.Join(dir, suite))
+			for _, f := range topLevelFunctions(readFile(t, filepath.Join(keda, suite))) {
+				if !slices.Contains(topLevelFunctions(src), f) {
+					t.Errorf("%s: v2.21.0's %s defines %s, which is no longer defined", name, suite, f)
+				}
+			}
+			if m := regexp.MustCompile(`(?i)x-ms-(?:cosmos-)?offer[\w-]*|offer-throughput|offer-autopilot`).FindString(src); m != "" {
+				t.Errorf("%s: %s sends %s; a serverless account refuses throughput", name, suite, m)
+			}
+		}
 		changed := strings.Fields(readOptionalRepoFile("hack/pr/stack/" + name + "/changed-tests"))
 		for test := range baseTests {
 			switch {
@@ -432,8 +474,11 @@ func TestInTreePatchAuthorIsAPerson(t *testing.T) {
 // Each e2e suite bounds its worst case at 15 minutes (KEDA's runner gives a
 // test 20): its steps end at a deadline (stepsTimeout), and the cleanups that
 // follow have the seconds its header states, which are the helper's timeouts:
-// the namespace (NamespaceDeletionTimeout) and one Cosmos DB deletion
-// (CleanupTimeout) per resource the suite registers for deletion.
+// one Cosmos DB deletion (CleanupTimeout) per resource the suite registers for
+// deletion. The namespace is KEDA's: CreateKubernetesResources at the start,
+// whose wait for an earlier attempt's namespace (WaitForNamespaceDeletion's
+// budget in KEDA's tests/helper) the header states and the deadline exceeds,
+// and DeleteNamespace, which does not wait, in the cleanup.
 func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
 	helper := readRepoFile(t, "tests/scalers/azure/helper/CosmosDBHelper.go")
 	seconds := func(text, name string) int {
@@ -444,18 +489,39 @@ func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	namespace, deletion := seconds(helper, "NamespaceDeletionTimeout"), seconds(helper, "CleanupTimeout")
+	deletion := seconds(helper, "CleanupTimeout")
+	kedaHelper := readFile(t, filepath.Join(kedaModuleDir(t), "tests/helper/helper.go"))
+	m := regexp.MustCompile(`func WaitForNamespaceDeletion\(t \*testing\.T, nsName string\) bool \{\s+return pollUntil\(t, (\d+), (\d+),`).FindStringSubmatch(kedaHelper)
+	if m == nil {
+		t.Fatal("KEDA's tests/helper: WaitForNamespaceDeletion is no longer pollUntil(t, ITERATIONS, SECONDS, ...); state its budget anew")
+	}
+	iterations, _ := strconv.Atoi(m[1])
+	interval, _ := strconv.Atoi(m[2])
+	namespaceWait := iterations * interval
 	for suite, cosmosDeletions := range map[string]int{
 		"tests/scalers/azure/azure_cosmosdb/azure_cosmosdb_test.go":               2, // the database; the two-partition container
 		"tests/scalers/azure/azure_cosmosdb_aad_wi/azure_cosmosdb_aad_wi_test.go": 1, // the database
 	} {
 		text := readRepoFile(t, suite)
 		steps := seconds(text, "stepsTimeout")
-		cleanup := namespace + cosmosDeletions*deletion
+		cleanup := cosmosDeletions * deletion
 		header := strings.Join(strings.Fields(strings.ReplaceAll(text, "\n//", "")), " ")
 		want := fmt.Sprintf("a deadline %s minutes after the start, and the cleanups that follow have %d s", strconv.FormatFloat(float64(steps)/60, 'f', -1, 64), cleanup)
 		if !strings.Contains(header, want) {
 			t.Errorf("%s: the header does not say %q", suite, want)
+		}
+		if want := fmt.Sprintf("waits up to %d s", namespaceWait); !strings.Contains(header, want) {
+			t.Errorf("%s: the header does not say that KEDA's CreateNamespace %s for an earlier attempt's namespace", suite, want)
+		}
+		// Before it, the setup: the database, within deadline.Context(ctx, time.Minute).
+		if !strings.Contains(text, "deadline.Context(ctx, time.Minute)") || 60+namespaceWait >= steps {
+			t.Errorf("%s: KEDA's wait for an earlier attempt's namespace (%d s) after at most 60 s of setup does not end before the deadline (%d s)", suite, namespaceWait, steps)
+		}
+		if !strings.Contains(text, "CreateKubernetesResources(t, kc, testNamespace,") || !strings.Contains(text, "t.Cleanup(func() { DeleteNamespace(t, testNamespace) })") {
+			t.Errorf("%s: the namespace is not KEDA's: CreateKubernetesResources at the start, DeleteNamespace in a cleanup", suite)
+		}
+		if m := regexp.MustCompile(`WaitForNamespaceDeletion\(|DeleteKubernetesResources\(`).FindString(text); m != "" {
+			t.Errorf("%s calls %s: the cleanup waits for the namespace, which the header's seconds do not count", suite, strings.TrimSuffix(m, "("))
 		}
 		if steps+cleanup > 15*60 {
 			t.Errorf("%s: steps %d s + cleanups %d s, over 15 minutes", suite, steps, cleanup)
@@ -467,6 +533,48 @@ func TestE2ESuitesStateTheirWorstCase(t *testing.T) {
 			if !strings.Contains(wait, "deadline.") {
 				t.Errorf("%s: a wait not cut to the deadline: %s", suite, wait)
 			}
+		}
+	}
+}
+
+// The e2e helper and suites define nothing KEDA's tests/helper has (KEDA's
+// maintainers asked for its namespace functions, not copies of them): no
+// function or method of the same name, in any letter case, and no call of
+// Kubernetes' namespace API of their own.
+func TestE2EHelperDefinesNothingKEDAsHelperHas(t *testing.T) {
+	declared := regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?(\w+)`)
+	keda := map[string]string{}
+	files, err := filepath.Glob(filepath.Join(kedaModuleDir(t), "tests/helper/*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("KEDA's tests/helper: no Go file (%v)", err)
+	}
+	for _, f := range files {
+		for _, m := range declared.FindAllStringSubmatch(readFile(t, f), -1) {
+			keda[strings.ToLower(m[1])] = m[1]
+		}
+	}
+	if keda["createnamespace"] == "" || keda["deletenamespace"] == "" {
+		t.Fatal("KEDA's tests/helper defines no CreateNamespace or DeleteNamespace; the test reads the wrong files")
+	}
+	ours := []string{"tests/scalers/azure/helper/CosmosDBHelper.go"}
+	for _, suite := range []string{"tests/scalers/azure/azure_cosmosdb", "tests/scalers/azure/azure_cosmosdb_aad_wi"} {
+		found, err := filepath.Glob(filepath.Join(root, suite, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			ours = append(ours, filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator))))
+		}
+	}
+	for _, f := range ours {
+		text := readRepoFile(t, f)
+		for _, m := range declared.FindAllStringSubmatch(text, -1) {
+			if name, ok := keda[strings.ToLower(m[1])]; ok {
+				t.Errorf("%s defines %s; KEDA's tests/helper has %s: use it", f, m[1], name)
+			}
+		}
+		if strings.Contains(text, ".Namespaces()") {
+			t.Errorf("%s calls the namespace API itself; KEDA's tests/helper has CreateNamespace, DeleteNamespace and WaitForNamespaceDeletion", f)
 		}
 	}
 }

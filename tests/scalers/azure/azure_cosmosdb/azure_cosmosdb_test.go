@@ -13,15 +13,18 @@
 // TF_AZURE_COSMOSDB_PROVISIONED_THROUGHPUT=true says the account is a
 // provisioned-throughput one, and is skipped with that reason otherwise.
 //
-// Retries (KEDA's e2e runner retries a failed test at once): the namespace of an
-// earlier attempt is deleted and waited for before it is created again, and the
-// cleanup waits until the namespace is gone; each run uses a database of its own.
+// Retries (KEDA's e2e runner retries a failed test at once): KEDA's
+// CreateNamespace (through CreateKubernetesResources) deletes the namespace of an
+// earlier attempt and waits up to 600 s for it to be gone (WaitForNamespaceDeletion)
+// before creating it again; the cleanup deletes the namespace with KEDA's
+// DeleteNamespace and does not wait. Each run uses a database of its own.
 //
 // Worst case 15 minutes (KEDA's runner gives a test 20): every wait of the steps
 // is cut to the time left before a deadline 12.5 minutes after the start, and the
-// cleanups that follow have 150 s (the two-partition container 30 s, the namespace
-// 90 s, the database 30 s). kubectl commands and the API calls of KEDA's helpers
-// carry no deadline of their own and are not counted.
+// cleanups that follow have 60 s (the two-partition container 30 s, the database
+// 30 s). KEDA's wait for an earlier attempt's namespace is not cut, but it follows
+// at most 60 s of setup and ends before the deadline. kubectl commands and the API
+// calls of KEDA's helpers carry no deadline of their own and are not counted.
 package azure_cosmosdb_test
 
 import (
@@ -49,7 +52,7 @@ const (
 	lagThreshold           = 10
 	activationLagThreshold = 5
 
-	// stepsTimeout ends the steps; the cleanups have their 150 s after it.
+	// stepsTimeout ends the steps; the cleanups have their 60 s after it.
 	stepsTimeout = 750 * time.Second
 )
 
@@ -134,8 +137,8 @@ func TestScaler(t *testing.T) {
 	// Create kubernetes resources; the processor runs before any ScaledObject exists.
 	kc := GetKubernetesClient(t)
 	data, templates := getTemplateData(cosmos)
-	azurehelper.CreateNamespace(t, kc, testNamespace) // registers its deletion first
-	KubectlApplyMultipleWithTemplate(t, data, templates)
+	t.Cleanup(func() { DeleteNamespace(t, testNamespace) }) // registered first
+	CreateKubernetesResources(t, kc, testNamespace, data, templates)
 	testCheckpoints(ctx, t, kc, cosmos, deadline)
 	KubectlApplyWithTemplate(t, data, "scaledObjectTemplate", scaledObjectTemplate)
 

@@ -20,10 +20,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kedacore/keda/v2/tests/helper"
 )
@@ -150,10 +146,6 @@ func (c *CosmosDBHelper) Endpoint() string { return c.endpoint + "/" }
 // CleanupTimeout bounds each Cosmos DB deletion a cleanup makes.
 const CleanupTimeout = 30 * time.Second
 
-// NamespaceDeletionTimeout bounds the wait for a namespace to be gone, at a
-// suite's start (a leftover of an earlier attempt) and in its cleanup.
-const NamespaceDeletionTimeout = 90 * time.Second
-
 // ProvisionedThroughputEnv names the environment variable that says the
 // account is a provisioned-throughput one ("true"). Only then does a suite
 // create a container with throughput: a serverless account (the one
@@ -191,47 +183,6 @@ func (d Deadline) Context(parent context.Context, timeout time.Duration) (contex
 		deadline = time.Time(d)
 	}
 	return context.WithDeadline(parent, deadline)
-}
-
-// CreateNamespace creates the suite's namespace after removing a leftover of
-// an earlier attempt (KEDA's e2e runner retries a failed test at once) and
-// waiting until it is gone, up to NamespaceDeletionTimeout. Its deletion is
-// registered first (t.Cleanup), and waits until the namespace is gone too,
-// so that a retry does not meet it terminating.
-func CreateNamespace(t *testing.T, kc *kubernetes.Clientset, name string) {
-	t.Cleanup(func() { deleteNamespace(t, kc, name) })
-	deleteNamespace(t, kc, name)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"type": "e2e"}}}, metav1.CreateOptions{})
-	require.NoErrorf(t, err, "cannot create namespace %s", name)
-}
-
-// deleteNamespace deletes a namespace (with a grace period of 0, as KEDA's
-// DeleteNamespace) and waits up to NamespaceDeletionTimeout until it is gone.
-func deleteNamespace(t *testing.T, kc *kubernetes.Clientset, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), NamespaceDeletionTimeout)
-	defer cancel()
-	grace := int64(0)
-	err := kc.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		t.Errorf("cannot delete namespace %s: %v", name, err)
-		return
-	}
-	t.Logf("waiting up to %v for namespace %s to be deleted", NamespaceDeletionTimeout, name)
-	err = helper.KedaEventually(ctx, func(ctx context.Context) (bool, error) {
-		_, err := kc.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, nil // still there, or this read could not tell
-	}, 2*time.Second)
-	if err != nil {
-		t.Errorf("namespace %s was not deleted within %v: %v", name, NamespaceDeletionTimeout, err)
-	}
 }
 
 // CreateDatabase creates the database with a monitored container ("items")
