@@ -51,7 +51,7 @@ intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA
 
 PATCH_DIR ?= /tmp/keda-pr
 AUTHOR ?=
-intree-patch: ## The stack of pull requests for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr), authored and signed off by AUTHOR="Name <email>" (default: git config user.name/user.email; a placeholder is refused): one folder per pull request in hack/pr/stack/series order (its patches and PULL_REQUEST.md), ISSUE.md, keda-docs.patch, the private advisory (hack/advisory.sh); size checks; git am them in order onto a fresh KEDA and check each head as make intree does. Regenerate the stack after a code change: hack/intree.sh stack
+intree-patch: ## The stack of pull requests for KEDA v2.21.0 in PATCH_DIR (default /tmp/keda-pr), authored and signed off by AUTHOR="Name <email>" (default: git config user.name/user.email; a placeholder is refused): one folder per pull request in hack/pr/stack/series order (its git format-patch and PULL_REQUEST.md), ISSUE.md and the private advisory (hack/advisory.sh write) in PATCH_DIR/advisory; hack/pr/stack.sh applies them in order onto a fresh KEDA and checks each head (build, vet, KEDA's golangci-lint, the scaler's tests, at most 300 production lines, v2.21.0's tests kept). No keda-docs patch is written. Edit a pull request: hack/pr/stack.sh apply DIR, git rebase -i there, hack/pr/stack.sh save DIR.
 	PATCH_DIR=$(PATCH_DIR) INTREE_AUTHOR="$(AUTHOR)" hack/intree.sh patch
 
 e2e-local: ## KEDA with this scaler on a real control plane, scaling on the embedded Cosmos DB server, in a private network namespace (root; cold ~50 CPU-min of compiling, warm a few minutes)
