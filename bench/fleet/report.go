@@ -263,7 +263,10 @@ func svgPlot(results []clientResult) string {
 		return ss
 	}
 	var b strings.Builder
-	const w, h = 980, 420
+	// Room below the plots for the legend: a row of two entries per
+	// implementation (steady and restart).
+	const w = 980
+	h := 404 + 16*len(impls)
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 	panel := func(x0 int, title, unit string, ss []series) {
