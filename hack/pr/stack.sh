@@ -32,6 +32,13 @@
 #   hack/pr/stack.sh write DIR OUT  OUT/NN-name/: the pull request's git format-patch
 #                                   and PULL_REQUEST.md; OUT/ISSUE.md
 #
+# After the last pull request, apply, verify and save also take
+# hack/pr/spec-behaviours: the two behaviours of this scaler's specification
+# that KEDA decided otherwise (ISSUE.md asks about both), as one commit on the
+# stack's head, tagged spec-behaviours. verify checks it as it checks a pull
+# request (its changed-tests names the tests of v2.21.0 it changes); write
+# never writes it: it stays in this repository.
+#
 # Each pull request is a directory hack/pr/stack/NN-name with change.patch (a
 # git diff in KEDA's paths against the pull request before it), commit.txt (its
 # commit message: the first line is the subject), PULL_REQUEST.md.tmpl and, when
@@ -62,6 +69,16 @@ step() { echo "==> $*"; }
 
 # series: the pull requests' directory names, in order.
 series() { grep -v '^#' "$stack/series" | awk 'NF { print $1 }'; }
+
+# The specification's diff on the stack's head (kept here, never sent).
+spec=spec-behaviours
+spec_dir=$src/hack/pr/$spec
+
+# heads: the series, then the specification's diff.
+heads() { series; echo "$spec"; }
+
+# pr_dir NAME: the directory of a pull request or of the specification's diff.
+pr_dir() { if [ "$1" = "$spec" ]; then echo "$spec_dir"; else echo "$stack/$1"; fi; }
 
 # author: the series' person, checked as make intree-patch checks it
 # (hack/intree.sh author refuses placeholders).
@@ -95,12 +112,12 @@ apply)
 	git add -A -f
 	git -c user.name=base -c user.email=base@invalid commit -qm "KEDA $version" --no-verify
 	git tag base
-	for pr in $(series); do
-		git apply --index "$stack/$pr/change.patch" || fail "$pr: change.patch does not apply on the pull request before it"
+	for pr in $(heads); do
+		git apply --index "$(pr_dir "$pr")/change.patch" || fail "$pr: change.patch does not apply on the pull request before it"
 		name=${who% <*}
 		email=${who##*<}
 		email=${email%>}
-		{ cat "$stack/$pr/commit.txt"; printf '\nSigned-off-by: %s\n' "$who"; } |
+		{ cat "$(pr_dir "$pr")/commit.txt"; printf '\nSigned-off-by: %s\n' "$who"; } |
 			GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email git commit -q --no-verify -F -
 		git tag -f "$pr" >/dev/null
 		echo "$pr: $(git diff --shortstat HEAD~1)"
@@ -121,7 +138,7 @@ verify)
 	done
 	n=0
 	bad=0
-	for pr in $(series); do
+	for pr in $(heads); do
 		n=$((n + 1))
 		if [ -n "${STACK_HEADS:-}" ] && ! [[ " $STACK_HEADS " == *" $n "* ]]; then
 			continue
@@ -131,7 +148,7 @@ verify)
 		prod=$(git diff --numstat "$pr~1" "$pr" -- '*.go' ':!*_test.go' | awk '{ s += $1 } END { print s + 0 }')
 		echo "   added production lines: $prod (limit $limit_prod); $(git diff --shortstat "$pr~1" "$pr")"
 		[ "$prod" -le "$limit_prod" ] || { echo "   over the limit" >&2; bad=1; }
-		changed=$(cat "$stack/$pr/changed-tests" 2>/dev/null || true)
+		changed=$(cat "$(pr_dir "$pr")/changed-tests" 2>/dev/null || true)
 		now=$(test_functions pkg/scalers/azure_cosmosdb_scaler_test.go)
 		for t in $base_tests; do
 			grep -qx "$t" <<<"$now" || { echo "   v2.21.0's $t is no longer defined" >&2; bad=1; }
@@ -172,7 +189,7 @@ verify)
 		fi
 		go test -count=1 -run 'CosmosDB|TestExtractLSNFromSessionToken|TestExtractItemLSN' ./pkg/scalers/ || { echo "   go test of the scaler's tests failed" >&2; bad=1; }
 	done
-	git checkout -q "$(series | tail -n 1)"
+	git checkout -q "$spec"
 	[ "$bad" = 0 ] || fail "a pull request's head failed a check (above)"
 	echo "every head checked builds, vets (the e2e suites with -tags e2e), lints (unless STACK_LINT=0) and passes the scaler's tests"
 	;;
@@ -180,13 +197,13 @@ save)
 	dir=${2:?usage: hack/pr/stack.sh save DIR}
 	cd "$dir"
 	prev=base
-	for pr in $(series); do
+	for pr in $(heads); do
 		git rev-parse -q --verify "$pr" >/dev/null || fail "$dir has no tag $pr"
-		git diff --no-color --no-ext-diff "$prev" "$pr" >"$stack/$pr/change.patch"
+		git diff --no-color --no-ext-diff "$prev" "$pr" >"$(pr_dir "$pr")/change.patch"
 		prev=$pr
 	done
 	cp "$stack/$(series | head -n 1)/change.patch" "$src/hack/advisory/keda-$version-azure-cosmosdb.patch"
-	echo "saved $(series | wc -l) change.patch files and the advisory's patch"
+	echo "saved $(heads | wc -l) change.patch files (the last, hack/pr/$spec's) and the advisory's patch"
 	;;
 write)
 	dir=${2:?usage: hack/pr/stack.sh write DIR OUT}

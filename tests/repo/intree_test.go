@@ -183,6 +183,10 @@ func TestAzurePackageHoldsOnlyInTreeFiles(t *testing.T) {
 }
 
 // stackSeries is hack/pr/stack/series: the pull requests' names, in order.
+// specBehaviours is the directory under hack/pr of the specification's two
+// behaviours KEDA decided otherwise, applied after the series, never sent.
+const specBehaviours = "spec-behaviours"
+
 func stackSeries(t *testing.T) []string {
 	t.Helper()
 	var names []string
@@ -302,13 +306,20 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 	if advisory := readRepoFile(t, "hack/advisory/keda-v2.21.0-azure-cosmosdb.patch"); advisory != readRepoFile(t, "hack/pr/stack/"+names[0]+"/change.patch") {
 		t.Errorf("the first pull request's change.patch is not the advisory's patch")
 	}
-	for _, name := range names {
-		for _, f := range []string{"change.patch", "commit.txt", "PULL_REQUEST.md.tmpl"} {
-			if _, err := os.Stat(filepath.Join(root, "hack/pr/stack", name, f)); err != nil {
-				t.Errorf("pull request %s has no %s", name, f)
+	// After the series: the specification's diff, kept here and never sent
+	// (hack/pr/spec-behaviours), checked as a pull request is; its README.md
+	// stands for a PULL_REQUEST.md.
+	for _, name := range append(names, specBehaviours) {
+		prDir, text := "hack/pr/stack/"+name, "PULL_REQUEST.md.tmpl"
+		if name == specBehaviours {
+			prDir, text = "hack/pr/"+name, "README.md"
+		}
+		for _, f := range []string{"change.patch", "commit.txt", text} {
+			if _, err := os.Stat(filepath.Join(root, prDir, f)); err != nil {
+				t.Errorf("%s has no %s", prDir, f)
 			}
 		}
-		patch := filepath.Join(stackDir, name, "change.patch")
+		patch := filepath.Join(stackDir, "..", strings.TrimPrefix(prDir, "hack/pr/"), "change.patch")
 		allowed, what := []string{scaler, scalerTest}, "only the scaler and its test file"
 		if name == e2eSuitesPR {
 			allowed, what = e2eSuites, "only KEDA's two e2e suites of the trigger"
@@ -342,7 +353,7 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 				t.Errorf("%s: %s sends %s; a serverless account refuses throughput", name, suite, m)
 			}
 		}
-		changed := strings.Fields(readOptionalRepoFile("hack/pr/stack/" + name + "/changed-tests"))
+		changed := strings.Fields(readOptionalRepoFile(prDir + "/changed-tests"))
 		for test := range baseTests {
 			switch {
 			case after[test] == "":
@@ -352,8 +363,8 @@ func TestStackIsSmallEditsOfKEDAsScaler(t *testing.T) {
 			}
 		}
 		for _, test := range changed {
-			if !strings.Contains(readRepoFile(t, "hack/pr/stack/"+name+"/PULL_REQUEST.md.tmpl"), "`"+test+"`") {
-				t.Errorf("%s changes %s but its PULL_REQUEST.md does not name it", name, test)
+			if !strings.Contains(readRepoFile(t, prDir+"/"+text), "`"+test+"`") {
+				t.Errorf("%s changes %s but its %s does not name it", name, test, text)
 			}
 		}
 	}
