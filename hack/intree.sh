@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Drops this repository's azure-cosmosdb scaler into a fresh copy of KEDA's
-# source and proves it builds, lints and passes its tests there; or writes the
-# change as the stack of pull requests KEDA would get.
+# source and proves it builds, lints and passes its tests there; or, through
+# hack/pr/stack.sh, writes the stack of pull requests KEDA would get.
 #
 #   hack/intree.sh          copy, replace; go vet; build operator + adapter; KEDA's
 #                           pinned golangci-lint with KEDA's .golangci.yml on the
@@ -10,26 +10,31 @@
 #                           (make intree)
 #   hack/intree.sh patch    with PATCH_DIR (make intree-patch): the contribution, the
 #                           stack of small edits of KEDA's own scaler that
-#                           hack/pr/stack.sh applies to a fresh copy of KEDA, checks
-#                           at each head (INTREE_VERIFY=build, the default) and
-#                           writes into PATCH_DIR (one folder per pull request, its
-#                           git format-patch and PULL_REQUEST.md; ISSUE.md), then the
-#                           private advisory (hack/advisory.sh write PATCH_DIR/advisory);
+#                           hack/pr/stack.sh applies to a fresh copy of KEDA
+#                           (INTREE_DIR.stack), checks at each head (INTREE_VERIFY=build,
+#                           the default) and writes into PATCH_DIR (one folder per pull
+#                           request, its git format-patch and PULL_REQUEST.md; ISSUE.md),
+#                           then the private advisory (hack/advisory.sh write
+#                           PATCH_DIR/advisory);
 #                           with PATCH alone and INTREE_SERIES=single (hack/e2e-local.sh):
-#                           this repository's in-tree files as one commit on KEDA
+#                           copy and replace as make intree does, commit this
+#                           repository's in-tree files as one commit on KEDA, write it
+#                           to PATCH and git am it onto another fresh copy of KEDA;
+#                           with neither, refused
 #   hack/intree.sh author   check the series' author (INTREE_AUTHOR, else git config) as
 #                           make intree-patch does, print it, and exit
 #   hack/intree.sh list     print the files that go in-tree, one per line, and check
 #                           the layout (no KEDA, no compiling; tests/repo runs it)
 #
-# What goes in-tree: the same paths in KEDA's tree as here, selected by name.
+# What goes in-tree (make intree, and patch with PATCH): the same paths in
+# KEDA's tree as here, selected by name.
 #   pkg/scalers/azure_cosmosdb_scaler.go, pkg/scalers/azure_cosmosdb_scaler_test.go
 #   pkg/scalers/azure/azure_cosmosdb_*.go           flat files of KEDA's package azure
 #                                                   (not *_bench_test.go)
 #   tests/scalers/azure/azure_cosmosdb/,            KEDA's two e2e suites (build tag e2e),
 #   tests/scalers/azure/azure_cosmosdb_aad_wi/      every file in them
 #   tests/scalers/azure/helper/CosmosDBHelper.go    beside KEDA's other Azure e2e helpers
-# Everything else stays home and is never named by the patch:
+# Everything else stays home and is never named by a copied file:
 # pkg/scalers/keda_adapter.go and pkg/scalers/azure/keda_adapter.go (stand-ins for
 # names KEDA's scalers and azure packages already have),
 # pkg/scalers/cosmoslag_*.go and pkg/scalers/azure/cosmoslag_*.go
@@ -49,13 +54,27 @@
 #
 # The stack: KEDA takes one pull request at a time, each an edit of its own
 # scaler (the last, of its two e2e suites of the trigger); hack/pr/stack.sh and
-# hack/pr/stack/series say how it is kept.
+# hack/pr/stack/series say how it is kept. Its rules live there and in
+# tests/repo, not here: hack/pr/stack.sh verify holds every pull request, the
+# first included, to at most 300 added production lines (non-test Go);
+# hack/pr/stack.sh write fills each PULL_REQUEST.md from its
+# hack/pr/stack/NAME/PULL_REQUEST.md.tmpl and ISSUE.md from
+# hack/pr/stack/ISSUE.md.tmpl, and a placeholder or TODO left in one fails the
+# run; go test ./tests/repo checks the texts (the first pull request's
+# PULL_REQUEST.md.tmpl at most 80 lines) and that docs/azure-cosmosdb.md would
+# make a keda-docs page of at most 300 lines. No keda-docs patch is written.
+# The private advisory (hack/advisory.sh write PATCH_DIR/advisory) is for
+# KEDA's maintainers, never public.
 
 # Environment:
 #   KEDA_VERSION        KEDA release to drop into (default v2.21.0)
 #   INTREE_DIR          scratch copy, recreated on every run
-#                       (default /tmp/keda-intree, or /tmp/keda-intree-patch for "patch")
-#   INTREE_REF          git ref of this repository to take our files from (default: the working tree)
+#                       (default /tmp/keda-intree, or /tmp/keda-intree-patch for "patch";
+#                       with PATCH_DIR, hack/pr/stack.sh's copy is INTREE_DIR.stack)
+#   INTREE_REF          git ref of this repository to take our files from (default: the
+#                       working tree; not read with PATCH_DIR: hack/pr/stack.sh and
+#                       hack/advisory.sh read the working tree)
+# Of make intree's checks (check; patch with PATCH and INTREE_VERIFY=build):
 #   INTREE_RUN          go test -run pattern for our unit tests (default: exactly the
 #                       Test, Fuzz and Example functions of our copied test files)
 #   INTREE_TESTFLAGS    extra go test flags, e.g. -race
@@ -65,58 +84,43 @@
 #   INTREE_CACHE        where golangci-lint is installed and reused
 #                       (default ${XDG_CACHE_HOME:-~/.cache}/keda-cosmosdb-intree)
 #   INTREE_LINT         a golangci-lint binary to use instead of installing one; it must
-#                       be the version KEDA's Makefile pins (GOLANGCI_VERSION)
+#                       be the version KEDA's Makefile pins (GOLANGCI_VERSION);
+#                       hack/pr/stack.sh verify reads it too
 #   INTREE_LINT_ALL     1: lint all of KEDA (./..., as KEDA's make golangci does) instead of
 #                       the packages we touch; findings in KEDA's untouched files that the
 #                       release has too are reported, not counted
 # For "patch":
-#   PATCH_DIR           directory for the pull request (default /tmp/keda-pr; emptied
-#                       first if an earlier run made it, refused if it holds anything else)
-#   PATCH               also (or, without PATCH_DIR, only) write the series as one mbox
-#                       file that git am applies (relative to the directory the script
-#                       was started from). hack/e2e-local.sh uses this form.
+#   PATCH_DIR           directory for the pull requests (make intree-patch's default:
+#                       /tmp/keda-pr); emptied first if an earlier run made it, refused
+#                       if it holds anything else. With it, PATCH and INTREE_SERIES are
+#                       not read.
+#   PATCH               without PATCH_DIR: the file the one commit is written to, an mbox
+#                       that git am applies (relative to the directory the script was
+#                       started from); needs INTREE_SERIES=single. hack/e2e-local.sh uses
+#                       this form.
 #   INTREE_AUTHOR       "Name <email>" (make intree-patch AUTHOR="Name <email>"): the
 #                       person who authors, commits and signs off (Signed-off-by) every
 #                       commit of the series; default: this repository's git config
-#                       user.name and user.email. Checked before anything else: with
-#                       PATCH_DIR a missing identity or a placeholder (a name such as
-#                       "Your Name" or "TODO"; an address at example.com, example.org,
-#                       *.example, *.invalid, *.test, localhost ...) is refused, as KEDA's
-#                       DCO check needs the sender's real one; hack/intree.sh author runs
-#                       that check alone. The scratch commit of KEDA's release that the
-#                       series is based on is not part of the series.
-#   INTREE_SERIES       split (default): the stack; single: the last pull request's
-#                       tree in one pull request's commits (only with PATCH alone, for
-#                       local e2e runs)
-#   INTREE_VERIFY       build (default with PATCH_DIR): after git am, each pull
-#                       request's head gets make intree's checks (go vet, the operator
-#                       and adapter built, golangci-lint, our and KEDA's tests of the
-#                       packages, go vet -tags e2e), a commit inside a pull request go
-#                       vet and a build; am (default with only PATCH): git am and
-#                       compare the trees only
+#                       user.name and user.email. Checked before anything else: a missing
+#                       identity is refused, and with PATCH_DIR a placeholder too (a name
+#                       such as "Your Name" or "TODO"; an address at example.com,
+#                       example.org, *.example, *.invalid, *.test, localhost ...), as
+#                       KEDA's DCO check needs the sender's real one; hack/intree.sh author
+#                       runs that check alone. The scratch commit of KEDA's release that
+#                       the series is based on is not part of the series.
+#   INTREE_SERIES       single: required with PATCH (the in-tree files as one commit);
+#                       split, the default, is refused there: the stack is PATCH_DIR's
+#   INTREE_VERIFY       with PATCH_DIR: build (the default) runs hack/pr/stack.sh verify
+#                       on each pull request's head, any other value leaves it out; with
+#                       PATCH: am (the default) checks that git am applies the file to a
+#                       fresh copy of KEDA and makes the patched tree, every commit
+#                       signed off by the author; build also gives the commit git am made
+#                       make intree's checks (go vet, the operator and adapter built,
+#                       golangci-lint, our and KEDA's tests of the packages, go vet -tags
+#                       e2e)
 #   INTREE_HEADS        the pull requests whose heads INTREE_VERIFY=build checks, by
-#                       number ("1 8"; default all)
-#   KEDA_ISSUE          the number of the kedacore/keda issue opened from ISSUE.md
-#   KEDA_DOCS_DIR       a kedacore/keda-docs clone (bare or not) to base keda-docs.patch on
-#                       and to check the page's relative links against; without it the
-#                       patch creates the page from nothing
-#   KEDA_DOCS_VERSION   docs version directory of the page (default 2.22)
-# keda-docs.patch is docs/azure-cosmosdb.md with its "See [x](local.md) ..."
-# sentences and its <!-- repo-only --> ... <!-- /repo-only --> spans left out;
-# a page that still names this repository's tools, or whose links or anchors
-# keda-docs cannot resolve, fails the run.
-# Each PULL_REQUEST.md is its hack/pr/stack/NAME/PULL_REQUEST.md.tmpl with its
-# @@NAME@@ placeholders filled (a TODO left in one fails the run); ISSUE.md, the
-# issue proposing the series, from hack/pr/stack/ISSUE.md.tmpl (KEDA_ISSUE=N,
-# the issue's number once opened, makes the pull requests link it). The private
-# advisory is hack/advisory.sh's (hack/advisory.sh write PATCH_DIR/advisory), when
-# the tree has it: for KEDA's maintainers, never public.
-# Size limits (checked in "patch" with PATCH_DIR; an exceeded limit fails the
-# run at the end, after everything is written):
-#   added production lines (non-test Go under pkg/): the first pull request
-#   1,000, each other 300
-#   each PULL_REQUEST.md: 80 lines, HTML comments left out
-#   the keda-docs page: 300 lines
+#                       number ("1 8"; default all; hack/pr/stack.sh's STACK_HEADS); with
+#                       PATCH the one commit is pull request 1
 # The Go build cache is shared with the rest of the machine, so re-runs only
 # recompile what changed.
 set -uo pipefail
@@ -143,14 +147,6 @@ our_module=$(sed -n 's/^module[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$repo/
 	echo "no module line in $repo/go.mod" >&2
 	exit 1
 }
-
-# Size limits of each pull request, in added production lines (non-test Go
-# under pkg/): the first, and each other.
-limit_prod_core=1000
-limit_prod_other=300
-# ... of PULL_REQUEST.md (lines, HTML comments left out) and of the docs page (lines).
-limit_pr_body=80
-limit_docs_page=300
 
 # What stays home: no copied file may import or name it.
 home_only='cosmoslag|cosmostest|tests/emulator|tests/local|tests/sdk|BENCHMARKS\.md|keda_adapter'
@@ -217,235 +213,6 @@ check_sources() {
 		if [ -s "$s/$f" ] && [ -n "$(tail -c 1 "$s/$f")" ]; then echo "$f: no newline at the end of the file"; fi
 		if [ "$(tail -c 2 "$s/$f" | od -An -c | tr -d ' ')" = '\n\n' ]; then echo "$f: blank line at the end of the file"; fi
 	done
-}
-
-# read_series DIR: the stack of pull requests of the tree at DIR
-# (hack/pr/stack/series): stack_names, stack_diffs (index 0 is the first pull
-# request, whose diff is "-"), n_prs. Fails the run on a malformed series.
-read_series() {
-	local dir=$1 name diff rest k
-	stack_names=()
-	stack_diffs=()
-	[ -f "$dir/hack/pr/stack/series" ] || {
-		echo "no hack/pr/stack/series in $dir" >&2
-		exit 1
-	}
-	while read -r name diff rest; do
-		case "$name" in '' | '#'*) continue ;; esac
-		stack_names+=("$name")
-		stack_diffs+=("$diff")
-	done <"$dir/hack/pr/stack/series"
-	n_prs=${#stack_names[@]}
-	if [ "$n_prs" -lt 1 ] || [ "${stack_diffs[0]}" != - ]; then
-		echo "hack/pr/stack/series: the first pull request's DIFF must be -" >&2
-		exit 1
-	fi
-	for ((k = 0; k < n_prs; k++)); do
-		for f in commit-1.txt PULL_REQUEST.md.tmpl; do
-			[ -f "$dir/hack/pr/stack/${stack_names[k]}/$f" ] || {
-				echo "hack/pr/stack/series: no hack/pr/stack/${stack_names[k]}/$f" >&2
-				exit 1
-			}
-		done
-		if [ "$k" -gt 0 ] && [ ! -s "$dir/${stack_diffs[k]}" ]; then
-			echo "hack/pr/stack/series: ${stack_names[k]}: no diff ${stack_diffs[k]}" >&2
-			exit 1
-		fi
-	done
-}
-
-# stack_git DIR ARGS...: git in a stack repository, with a fixed identity.
-stack_git() {
-	local dir=$1
-	shift
-	(cd "$dir" && git -c user.name="stack" -c user.email="stack@keda.invalid" -c commit.gpgsign=false "$@")
-}
-
-# stack_trees SRC OUT LOG: OUT becomes a git repository of the in-tree files
-# of the tree at SRC (its first commit: the last pull request), then one
-# commit per earlier pull request, each the one after it with that one's diff
-# (stack_diffs, read from SRC) reversed. Sets stack_tree[K] and
-# stack_commit[K] (K = 0 the first pull request). Returns 1 with the reason in
-# stack_error when a diff does not apply in reverse or touches another file.
-stack_trees() {
-	local s=$1 out=$2 log=$3 k f
-	stack_error=""
-	rm -rf "$out" && mkdir -p "$out" || return 1
-	mapfile -t stack_files < <(select_files "$s" 2>/dev/null)
-	(cd "$s" && tar -cf - "${stack_files[@]}") | tar -xf - -C "$out" || {
-		stack_error="cannot copy the in-tree files of $s"
-		return 1
-	}
-	stack_git "$out" init -q && stack_git "$out" add -A && stack_git "$out" commit -q -m "${stack_names[n_prs - 1]}" || {
-		stack_error="git init in $out"
-		return 1
-	}
-	stack_commit[n_prs - 1]=$(stack_git "$out" rev-parse HEAD)
-	stack_tree[n_prs - 1]=$(stack_git "$out" rev-parse 'HEAD^{tree}')
-	for ((k = n_prs - 1; k >= 1; k--)); do
-		for f in $(cd "$out" && git apply --numstat "$s/${stack_diffs[k]}" 2>/dev/null | cut -f3); do
-			[[ "$f" =~ $in_tree_pattern ]] || {
-				stack_error="${stack_diffs[k]} changes $f, which is not an in-tree file"
-				return 1
-			}
-		done
-		stack_git "$out" apply -R "$s/${stack_diffs[k]}" >"$log/stack-reverse-$((k + 1)).log" 2>&1 || {
-			sed 's/^/    | /' "$log/stack-reverse-$((k + 1)).log" >&2
-			stack_error="${stack_diffs[k]} (pull request $((k + 1)), ${stack_names[k]}) does not apply in reverse to what the pull requests after it leave of the tree: it is out of date; regenerate the stack: hack/intree.sh stack"
-			return 1
-		}
-		stack_git "$out" add -A && stack_git "$out" commit -q --allow-empty -m "${stack_names[k - 1]}" || {
-			stack_error="git commit in $out"
-			return 1
-		}
-		stack_commit[k - 1]=$(stack_git "$out" rev-parse HEAD)
-		stack_tree[k - 1]=$(stack_git "$out" rev-parse 'HEAD^{tree}')
-	done
-	return 0
-}
-
-# The paths a stack diff may change (this repository's, which are KEDA's).
-in_tree_pattern='^(pkg/scalers/azure_cosmosdb_scaler(_test)?\.go|pkg/scalers/azure/azure_cosmosdb_[a-z0-9_]+\.go|tests/scalers/azure/azure_cosmosdb(_aad_wi)?/[^/]+|tests/scalers/azure/helper/CosmosDBHelper\.go)$'
-in_tree_pathspec=(':(glob)pkg/scalers/azure_cosmosdb_scaler*.go' ':(glob)pkg/scalers/azure/azure_cosmosdb_*.go' ':(exclude,glob)**/*_bench_test.go' 'tests/scalers/azure')
-
-# stack_write DIR: writes the stack's diffs from the git repository DIR,
-# whose HEAD is the first pull request's tree, HEAD~1 the second's, ...,
-# HEAD~(n-1) the last's (what hack/intree.sh stack makes). The last diff (the
-# series' last line's) is kept as it is: it is regenerated on its own (the
-# header's procedure) and must already be the change between the last two
-# trees.
-stack_write() {
-	local dir=$1 k
-	[ "$(stack_git "$dir" rev-list --count HEAD)" -ge "$n_prs" ] || {
-		echo "$dir holds fewer than $n_prs commits" >&2
-		return 1
-	}
-	for ((k = 1; k < n_prs; k++)); do
-		if [ "$k" -eq $((n_prs - 1)) ]; then
-			if ! stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" | diff -q - "$repo/${stack_diffs[k]}" >/dev/null &&
-				! (stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" | git apply --numstat - | sort) | diff -q - <(cd "$repo" && git apply --numstat "${stack_diffs[k]}" | sort) >/dev/null; then
-				echo "the last two trees differ by other lines than ${stack_diffs[k]} holds" >&2
-				return 1
-			fi
-			continue
-		fi
-		stack_git "$dir" diff --no-color --no-ext-diff --no-renames "HEAD~$((k - 1))" "HEAD~$k" >"$repo/${stack_diffs[k]}" || return 1
-		echo "    wrote ${stack_diffs[k]} ($(cd "$repo" && git apply --numstat "${stack_diffs[k]}" | awk '{a += $1; d += $2} END {printf "+%d -%d", a, d}'))"
-	done
-}
-
-# write_texts: each pull request's PULL_REQUEST.md (from
-# hack/pr/stack/NAME/PULL_REQUEST.md.tmpl), ISSUE.md (from
-# hack/pr/stack/ISSUE.md.tmpl), and the private advisory (hack/advisory.sh
-# when this tree has it), into patch_dir. Placeholders @@NAME@@ are filled
-# from fragments in $frag.
-write_texts() {
-	local k f n names tmpl
-	rm -rf "$frag" && mkdir -p "$frag"
-	echo "$keda_version" >"$frag/KEDA_VERSION"
-	echo "$n_prs" >"$frag/TOTAL"
-	# The issue the series is proposed in: its number once opened
-	# (KEDA_ISSUE=1234), else its title (ISSUE.md's first heading).
-	if [ -n "${KEDA_ISSUE:-}" ]; then
-		echo "#${KEDA_ISSUE#\#}" >"$frag/ISSUE"
-	else
-		echo "the issue \"$(sed -n 's/^# //p' "$src/hack/pr/stack/ISSUE.md.tmpl" | head -n 1)\"" >"$frag/ISSUE"
-	fi
-	# How the overlap with #8088's author is settled.
-	echo "Before pull request 3 is opened, the sender asks #8088's author on that issue whether they would rather open it themselves from this branch, co-author it (a \`Co-authored-by\` trailer on its commit) or review it, and follows their answer." >"$frag/OVERLAP"
-	echo "$docs_page" >"$frag/DOCS_PAGE"
-	{
-		echo "The scaler's reference page, \`$docs_page\` of kedacore/keda-docs, is in the docs pull request made from \`keda-docs.patch\`${docs_on:+ (based on $docs_on)}; it describes the scaler as the last pull request of the series leaves it."
-		[ -n "${docs_note:-}" ] && printf '\n%s\n' "$docs_note"
-	} >"$frag/DOCS"
-	# The series, for ISSUE.md and each pull request.
-	for ((k = 0; k < n_prs; k++)); do
-		read -r sp su se so <"$logdir/size-$((k + 1))"
-		from=$base
-		[ "$k" -gt 0 ] && from=${pr_head[k - 1]}
-		echo "$((k + 1)). $(cd "$scratch" && git log --reverse --format=%s "$from..${pr_head[k]}" | head -n 1 | sed 's/^/**/; s/$/**/') — production +$sp, unit tests +$su, e2e +$se lines"
-	done >"$frag/SERIES"
-	for ((k = 0; k < n_prs; k++)); do
-		pr=$patch_dir/${stack_names[k]}/PULL_REQUEST.md
-		from=$base
-		[ "$k" -gt 0 ] && from=${pr_head[k - 1]}
-		(cd "$scratch" && git log --reverse --format=%s "$from..${pr_head[k]}" | head -n 1) >"$frag/TITLE"
-		(cd "$scratch" && git log --reverse --format='%s' "$from..${pr_head[k]}") | awk '{ printf "%d. %s\n", NR, $0 }' >"$frag/COMMITS"
-		echo "$((k + 1))" >"$frag/NUMBER"
-		if [ "$k" -gt 0 ]; then
-			(cd "$scratch" && git log -1 --format=%s "${pr_head[k - 1]}") >"$frag/PREVIOUS"
-		else
-			echo "(none)" >"$frag/PREVIOUS"
-		fi
-		read -r sp su se so <"$logdir/size-$((k + 1))"
-		echo "production +$sp, unit tests +$su, e2e +$se lines" >"$frag/SIZE"
-		# The unit tests as this pull request leaves them, and those it adds or changes.
-		for f in "${all_tests[@]}"; do
-			(cd "$scratch" && git cat-file -e "${pr_head[k]}:$f" 2>/dev/null) || continue
-			names=$(cd "$scratch" && git show "${pr_head[k]}:$f" | grep -o -E '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' | sed 's/^func //; s/($//' | sort -u)
-			n=$(echo "$names" | grep -c .)
-			echo "- \`$f\`: $n $([ "$n" -eq 1 ] && echo test || echo tests) ($(echo $names | sed 's/ /, /g'))"
-		done >"$frag/TESTS"
-		# A hunk inside a test names it in its header (git's funcname); a hunk
-		# that adds or removes a test function names that one instead.
-		(cd "$scratch" && git diff -U0 "$from" "${pr_head[k]}" -- 'pkg/*_test.go') | awk '
-			function add(t) { if (t != "" && !seen[file SUBSEP t]++) list[file] = list[file] (list[file] ? ", " : "") t }
-			function flush() { if (own) { split(own, ts, " "); for (i in ts) add(ts[i]) } else add(header); header = ""; own = "" }
-			function name(s) { match(s, /func (Test|Fuzz)[A-Za-z0-9_]*/); return substr(s, RSTART + 5, RLENGTH - 5) }
-			/^\+\+\+ b\// { flush(); file = substr($0, 7); next }
-			/^@@ / { flush(); if ($0 ~ /@@ func (Test|Fuzz)[A-Za-z0-9_]*\(/) header = name($0); next }
-			/^[-+]func (Test|Fuzz)[A-Za-z0-9_]*\(/ { own = own " " name($0) }
-			END { flush(); for (f in list) printf "- `%s`: %s\n", f, list[f] }' | LC_ALL=C sort >"$frag/CHANGED_TESTS"
-		[ -s "$frag/CHANGED_TESTS" ] || echo "- none" >"$frag/CHANGED_TESTS"
-		checked=$logdir/checked-$((k + 1))
-		{
-			if [ -f "$checked" ]; then
-				echo "\`make intree-patch\` (kedacore/keda-cosmosdb-scaler) applied this pull request with \`git am\` on the ones before it, on a \`git init\` copy of KEDA $keda_version, and at its head ran \`go vet\`, built the operator and adapter, ran KEDA's pinned golangci-lint with KEDA's \`.golangci.yml\` (0 findings in the change), the unit tests above and all of KEDA's tests of \`pkg/scalers\` and \`pkg/scalers/azure\`, and \`go vet -tags e2e\` of the e2e suites; it adds no requirement to KEDA's \`go.mod\`."
-			else
-				echo "This pull request applies with \`git am\` on the ones before it, on KEDA $keda_version; it adds no requirement to KEDA's \`go.mod\`."
-			fi
-		} >"$frag/CHECKS"
-		for f in "$frag"/*; do
-			awk 'NF { if (blank) print ""; blank = 0; print; seen = 1; next } seen { blank = 1 }' "$f" >"$f.trim" && mv "$f.trim" "$f"
-		done
-		fill_template "$src/hack/pr/stack/${stack_names[k]}/PULL_REQUEST.md.tmpl" "$pr"
-		pr_body=$(perl -0 -p -e 's/^[ \t]*<!--(?:(?!-->).)*-->[ \t]*\n//gms; s/<!--.*?-->//gs' "$pr" | wc -l)
-		echo "    $pr ($pr_body lines without HTML comments, limit $limit_pr_body)"
-		if [ "$pr_body" -gt "$limit_pr_body" ]; then
-			deferred_failures+=("${stack_names[k]}/PULL_REQUEST.md: $pr_body lines without HTML comments, limit $limit_pr_body")
-		fi
-	done
-	tmpl=$src/hack/pr/stack/ISSUE.md.tmpl
-	[ -f "$tmpl" ] || fail "no hack/pr/stack/ISSUE.md.tmpl"
-	fill_template "$tmpl" "$patch_dir/ISSUE.md"
-	echo "    $patch_dir/ISSUE.md ($(wc -l <"$patch_dir/ISSUE.md") lines): the issue proposing the series, to open before the first pull request"
-	# The private advisory (KEDA's SECURITY.md: reported privately first).
-	if [ -x "$src/hack/advisory.sh" ]; then
-		(cd "$src" && KEDA_VERSION="$keda_version" hack/advisory.sh write "$patch_dir/advisory") >"$logdir/advisory.log" 2>&1 || {
-			tail -n 30 "$logdir/advisory.log" >&2
-			fail "hack/advisory.sh (log: $logdir/advisory.log)"
-		}
-		echo "    $patch_dir/advisory/ (hack/advisory.sh): $(ls "$patch_dir/advisory" | tr '\n' ' ')— private, for KEDA's maintainers, before the endpoint rule's pull request"
-	else
-		echo "    no hack/advisory.sh in this tree: the private advisory folder is not written"
-	fi
-}
-
-# fill_template TEMPLATE OUT: @@NAME@@ on a line of its own is replaced by
-# the fragment $frag/NAME; inline, by its first line.
-fill_template() {
-	[ -f "$1" ] || fail "no $1"
-	awk -v dir="$frag" '
-		/^@@[A-Z_]+@@$/ { name = substr($0, 3, length($0) - 4); f = dir "/" name
-			if ((getline line < f) <= 0) { print "unknown placeholder " $0 > "/dev/stderr"; exit 3 }
-			print line; while ((getline line < f) > 0) print line; close(f); next }
-		{ while (match($0, /@@[A-Z_]+@@/)) { name = substr($0, RSTART + 2, RLENGTH - 4); f = dir "/" name
-				if ((getline line < f) <= 0) { print "unknown placeholder @@" name "@@" > "/dev/stderr"; exit 3 }
-				close(f); $0 = substr($0, 1, RSTART - 1) line substr($0, RSTART + RLENGTH) }
-		  print }' "$1" >"$2" || fail "${2##*/}: a placeholder of ${1#"$src"/} has no value"
-	grep -q '@@[A-Z_]*@@' "$2" && fail "${2##*/} still has placeholders: $(grep -o '@@[A-Z_]*@@' "$2" | sort -u | tr '\n' ' ')"
-	grep -n -E '\bTODO\b' "$2" >/dev/null && fail "${2##*/} says TODO: $(grep -n -E '\bTODO\b' "$2" | head -3)"
-	return 0
 }
 
 # The source tree: the working tree, or INTREE_REF's.
@@ -565,14 +332,14 @@ else
 fi
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$start_dir/$1" ;; esac }
 patch_file=""
-patch_dir=""
 if [ "$mode" = patch ]; then
-	[ -n "${PATCH:-}" ] && patch_file=$(absolute "$PATCH")
-	if [ -n "${PATCH_DIR:-}" ] || [ -z "$patch_file" ]; then
-		patch_dir=$(absolute "${PATCH_DIR:-/tmp/keda-pr}")
+	if [ -z "${PATCH:-}" ]; then
+		echo "patch takes PATCH_DIR (the stack: make intree-patch, hack/pr/stack.sh) or PATCH with INTREE_SERIES=single (the in-tree files as one commit: hack/e2e-local.sh)" >&2
+		exit 2
 	fi
+	patch_file=$(absolute "$PATCH")
 fi
-if [ -n "$patch_dir" ]; then verify=${INTREE_VERIFY:-build}; else verify=${INTREE_VERIFY:-am}; fi
+verify=${INTREE_VERIFY:-am}
 case "$verify" in build | am) ;; *)
 	echo "INTREE_VERIFY is build or am, not $verify" >&2
 	exit 2
@@ -589,8 +356,6 @@ if [ "$mode" = patch ] && [ "$series" != single ]; then
 	exit 2
 fi
 cache=${INTREE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-cosmosdb-intree}
-docs_version=${KEDA_DOCS_VERSION:-2.22}
-docs_page=content/docs/$docs_version/scalers/azure-cosmosdb.md
 
 logdir=$scratch.logs
 if [ -e "$logdir" ] && [ ! -e "$logdir/.intree-logs" ]; then
@@ -837,8 +602,10 @@ our_tests=("${all_tests[@]}")
 
 # check_tree: vet, build, KEDA's golangci-lint, our unit tests and KEDA's
 # tests of the packages, in the KEDA tree at $scratch (the release commit is
-# $base). make intree runs it on the copied tree; make intree-patch on each
-# pull request's head. Our test files are those of $all_tests present there.
+# $base). make intree runs it on the copied tree; patch with PATCH and
+# INTREE_VERIFY=build on the commit git am made (make intree-patch checks the
+# stack with hack/pr/stack.sh verify instead). Our test files are those of
+# $all_tests present there.
 check_tree() {
 	mapfile -t our_tests < <(cd "$scratch" && for f in "${all_tests[@]}"; do [ -f "$f" ] && echo "$f"; done)
 	# --- 3. Build, lint and test in KEDA's tree -------------------------------------
@@ -1001,257 +768,55 @@ if [ "$mode" = check ]; then
 		printf '    %s\n' "${deferred_failures[@]}" >&2
 		fail "${#deferred_failures[@]} step(s) failed"
 	fi
-	# What make intree-patch can quote: this exact tree passed.
+	# A record that this exact tree passed: $cache/passed/TREE, TREE the git
+	# tree of KEDA's copy with our files in.
 	tree=$(cd "$scratch" && git add -A -f && git write-tree)
 	mkdir -p "$cache/passed" &&
 		printf 'make intree passed on %s: golangci-lint %s (KEDA .golangci.yml) 0 findings; our unit tests %s passed; KEDA %s, in %ss\n' \
 			"$(date -u +%Y-%m-%dT%H:%MZ)" "$lint_version" "$passed" "$keda_version" "$(($(date +%s) - script_start))" >"$cache/passed/$tree"
 else
-	# --- 3. The pull requests: a stack KEDA takes one at a time --------------------
+	# --- 3. The in-tree files as one commit (PATCH) ----------------------------------
 	git_as_author() {
 		(cd "$scratch" && GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email \
 			GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
 			git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" "$@")
 	}
-	if [ "$series" = single ]; then
-		# One commit of the in-tree files as they are (hack/e2e-local.sh).
-		step "commit the in-tree files on KEDA $keda_version"
-		run "git-add-1.log" git add -A -f
-		git_as_author commit -q -s -m "azure-cosmosdb: the scaler of kedacore/keda-cosmosdb-scaler, in-tree" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
-		run "schema-1.log" go run ./schema/generate_scaler_schema.go --keda-version main \
-			--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
-			--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
-		run "git-add-1-schema.log" git add -A -f
-		(cd "$scratch" && git diff --cached --quiet) || git_as_author commit -q --amend --no-edit >>"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
-		pr_head=("$(cd "$scratch" && git rev-parse HEAD)")
-		stack_names=(in-tree)
-		n_prs=1
-		done_step
-	else
-	step "the stack's trees: hack/pr/stack/series, its diffs reversed from the last"
-	read_series "$src"
-	final_tree=$(cd "$scratch" && git add -A -f && git write-tree && git reset -q) || fail "git write-tree"
-	stack_dir=$scratch.stack
-	stack_trees "$src" "$stack_dir" "$logdir" || fail "$stack_error"
-	for ((k = 0; k < n_prs; k++)); do
-		echo "    $((k + 1)). ${stack_names[k]}: $(cd "$stack_dir" && git diff --shortstat "${stack_tree[k]}" "${stack_tree[n_prs - 1]}" | sed 's/^ *//') before the last"
-	done
+	# One commit of the in-tree files as they are (hack/e2e-local.sh).
+	step "commit the in-tree files on KEDA $keda_version"
+	run "git-add-1.log" git add -A -f
+	git_as_author commit -q -s -m "azure-cosmosdb: the scaler of kedacore/keda-cosmosdb-scaler, in-tree" >"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
+	run "schema-1.log" go run ./schema/generate_scaler_schema.go --keda-version main \
+		--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
+		--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
+	run "git-add-1-schema.log" git add -A -f
+	(cd "$scratch" && git diff --cached --quiet) || git_as_author commit -q --amend --no-edit >>"$logdir/git-commit-1.log" 2>&1 || fail "git commit (log: $logdir/git-commit-1.log)"
 	done_step
 
-	step "commit the stack on KEDA $keda_version"
-	# sync_pr K: the scratch tree's in-tree files become pull request K's
-	# (import paths rewritten, imports re-sorted, the schema regenerated).
-	sync_pr() {
-		local k=$1 f
-		rm -f "$scratch"/pkg/scalers/azure_cosmosdb_*.go "$scratch"/pkg/scalers/azure/azure_cosmosdb_*.go "$scratch/tests/scalers/azure/helper/CosmosDBHelper.go"
-		rm -rf "$scratch"/tests/scalers/azure/azure_cosmosdb*
-		(cd "$stack_dir" && git archive "${stack_tree[k]}") | tar -x -C "$scratch" || fail "git archive of pull request $((k + 1))'s tree"
-		mapfile -t pr_files < <(cd "$stack_dir" && git ls-tree -r --name-only "${stack_tree[k]}" | grep '\.go$')
-		for f in "${pr_files[@]}"; do
-			sed -i -e "s#\"$our_module/pkg/#\"$keda_module/pkg/#g" -e "s#\"$our_module/tests/#\"$keda_module/tests/#g" "$scratch/$f"
-		done
-		(cd "$scratch" && gofmt -l "${pr_files[@]}" | xargs -r gofmt -w)
-		run "schema-$((k + 1)).log" go run ./schema/generate_scaler_schema.go --keda-version main \
-			--scalers-builder-file pkg/scaling/scalers_builder.go --scalers-files-dir pkg/scalers \
-			--output-file-path schema/generated/ --output-file-name scalers-schema --output-file-format both
-	}
-	(cd "$scratch" && git reset -q --hard "$base" && git clean -q -f -d -x) || fail "git reset of $scratch"
-	pr_head=()
-	for ((k = 0; k < n_prs; k++)); do
-		d=$src/hack/pr/stack/${stack_names[k]}
-		if [ "$series" = single ]; then sync_pr $((n_prs - 1)); else sync_pr "$k"; fi
-		if [ "$k" -eq 0 ] && [ -f "$d/commit-2.txt" ]; then
-			# The first pull request: the scaler, then its e2e suites.
-			run "git-add-$((k + 1)).log" git add -A -f -- . ':!tests'
-			git_as_author commit -q -s -F "$d/commit-1.txt" >"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
-			run "git-add-$((k + 1))-e2e.log" git add -A -f
-			(cd "$scratch" && git diff --cached --quiet) && fail "no e2e suite to commit"
-			git_as_author commit -q -s -F "$d/commit-2.txt" >>"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
-		else
-			run "git-add-$((k + 1)).log" git add -A -f
-			(cd "$scratch" && git diff --cached --quiet) && fail "${stack_names[k]} changes nothing"
-			git_as_author commit -q -s -F "$d/commit-1.txt" >"$logdir/git-commit-$((k + 1)).log" 2>&1 || fail "git commit (log: $logdir/git-commit-$((k + 1)).log)"
-		fi
-		pr_head[k]=$(cd "$scratch" && git rev-parse HEAD)
-		echo "    $((k + 1)). ${stack_names[k]}: $(cd "$scratch" && git log --format='%h %s' "${pr_base:-$base}..HEAD" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
-		pr_base=${pr_head[k]}
-		[ "$series" = single ] && break
-	done
-	[ "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" = "$final_tree" ] || fail "the stack does not end in the copied files"
-	others=$(cd "$scratch" && git log --format='%h %an <%ae>|%cn <%ce>|%(trailers:key=Signed-off-by,valueonly,separator=;)' "$base..HEAD" |
-		grep -v -x -F -f <(cd "$scratch" && git log --format="%h $author_name <$author_email>|$author_name <$author_email>|$author_name <$author_email>" "$base..HEAD"))
-	[ -n "$others" ] && fail "the series carries another identity than $author_name <$author_email>: $others"
-	(cd "$scratch" && git status --porcelain | grep -q .) && fail "files left out of the series: $(cd "$scratch" && git status --porcelain | head -5)"
-	done_step
-	fi
-
-	step "size of each pull request (added lines)"
-	# pr_size K: "prod unit e2e other" added lines of pull request K.
-	pr_size() {
-		local from=$base
-		[ "$1" -gt 0 ] && from=${pr_head[$1 - 1]}
-		(cd "$scratch" && git -c core.quotepath=off diff --numstat "$from" "${pr_head[$1]}") | awk '
-			{ if ($1 == "-") $1 = 0
-			  if ($3 ~ /^pkg\// && $3 ~ /\.go$/ && $3 !~ /_test\.go$/) p += $1
-			  else if ($3 ~ /^pkg\// && $3 ~ /_test\.go$/) u += $1
-			  else if ($3 ~ /^tests\//) e += $1
-			  else o += $1 }
-			END { printf "%d %d %d %d\n", p, u, e, o }'
-	}
-	printf '    %-32s %10s %10s %10s %10s  %s\n' "" production "unit tests" e2e other "production limit"
-	for ((k = 0; k < ${#pr_head[@]}; k++)); do
-		read -r sp su se so < <(pr_size "$k")
-		limit=$limit_prod_other
-		[ "$k" -eq 0 ] && limit=$limit_prod_core
-		verdict=ok
-		if [ "$series" = split ] && [ "$sp" -gt "$limit" ]; then
-			verdict=OVER
-			deferred_failures+=("size: ${stack_names[k]} adds $sp production lines, limit $limit")
-		fi
-		printf '    %-32s %+10d %+10d %+10d %+10d  %d %s\n' "$((k + 1)). ${stack_names[k]}" "$sp" "$su" "$se" "$so" "$limit" "$verdict"
-		echo "$sp $su $se $so" >"$logdir/size-$((k + 1))"
-	done
+	step "size of the commit (added lines)"
+	(cd "$scratch" && git -c core.quotepath=off diff --numstat "$base" HEAD) | awk '
+		{ if ($1 == "-") $1 = 0
+		  if ($3 ~ /^pkg\// && $3 ~ /\.go$/ && $3 !~ /_test\.go$/) p += $1
+		  else if ($3 ~ /^pkg\// && $3 ~ /_test\.go$/) u += $1
+		  else if ($3 ~ /^tests\//) e += $1
+		  else o += $1 }
+		END { printf "    production +%d, unit tests +%d, e2e +%d, other +%d\n", p, u, e, o }'
 	done_step
 
-	step "write the pull requests"
-	if [ -n "$patch_dir" ]; then
-		if [ -e "$patch_dir" ]; then
-			if [ -e "$patch_dir/.intree-pr" ]; then
-				rm -rf "$patch_dir" || fail "cannot empty $patch_dir"
-			elif [ -n "$(ls -A "$patch_dir" 2>/dev/null)" ]; then
-				fail "$patch_dir is not empty and was not made by $0; choose another PATCH_DIR"
-			fi
-		fi
-		mkdir -p "$patch_dir" && touch "$patch_dir/.intree-pr" || fail "mkdir $patch_dir"
-		from=$base
-		for ((k = 0; k < n_prs; k++)); do
-			(cd "$scratch" && git format-patch -q -o "$patch_dir/${stack_names[k]}" "$from..${pr_head[k]}") >>"$logdir/format-patch.log" 2>&1 ||
-				fail "git format-patch (log: $logdir/format-patch.log)"
-			from=${pr_head[k]}
-			echo "    $patch_dir/${stack_names[k]}/: $(cd "$patch_dir/${stack_names[k]}" && ls ./*.patch | sed 's#^\./##' | tr '\n' ' ')"
-		done
-	fi
-	if [ -n "$patch_file" ]; then
-		mkdir -p "$(dirname "$patch_file")"
-		(cd "$scratch" && git format-patch --stdout "$base..HEAD") >"$patch_file" || fail "git format-patch"
-		echo "    $patch_file ($(wc -l <"$patch_file") lines, $(grep -c '^From [0-9a-f]\{40\} ' "$patch_file") commits); apply in a KEDA $keda_version checkout with: git am $(basename "$patch_file")"
-	fi
-
-	if [ -n "$patch_dir" ]; then
-		# keda-docs.patch: the scaler's page, from docs/azure-cosmosdb.md.
-		page=$logdir/azure-cosmosdb.md
-		doc=$src/docs/azure-cosmosdb.md
-		[ -f "$doc" ] || fail "no docs/azure-cosmosdb.md"
-		if head -n 1 "$doc" | grep -q '^+++$'; then
-			cp "$doc" "$page"
-		else
-			# A page that starts with "# Title": keda-docs' front matter instead.
-			title=$(sed -n '1s/^# //p' "$doc")
-			[ -n "$title" ] || fail "docs/azure-cosmosdb.md starts with neither +++ front matter nor a # title"
-			{
-				printf '+++\ntitle = "%s"\navailability = "v2.21+"\nmaintainer = "Microsoft"\ncategory = "Data & Storage"\n' "$title"
-				printf 'description = "Scale Azure Cosmos DB change feed processors on the work still waiting in their partitions."\ngo_file = "azure_cosmosdb_scaler"\n+++\n'
-				tail -n +2 "$doc"
-			} >"$page"
-		fi
-		front=$(awk 'NR == 1 { next } /^\+\+\+$/ { exit } { print }' "$page")
-		for key in title availability maintainer category description go_file; do
-			echo "$front" | grep -q "^$key = \"..*\"$" || fail "the page's front matter has no $key (keda-docs needs title, availability, maintainer, category, description, go_file)"
-		done
-		echo "$front" | grep -q '^go_file = "azure_cosmosdb_scaler"$' || fail "the page's go_file is not azure_cosmosdb_scaler"
-		# Links to pages of this repository mean nothing on keda.sh: a
-		# sentence "See [x](y.md) ..." pointing at one is dropped; any other
-		# is an error.
-		perl -0 -p -i -e 's/ ?See \[[^\]]*\]\([a-z0-9_-]+\.md(#[^)]*)?\)[^.]*\.//g' "$page" || fail "perl"
-		# Text about this repository's own tools is wrapped in
-		# <!-- repo-only --> ... <!-- /repo-only --> (it may span lines) and
-		# left out; anything else that names them fails.
-		perl -0 -p -i -e 's/[ \t]*<!-- repo-only -->.*?<!-- \/repo-only -->//gs' "$page" || fail "perl"
-		home_lines=$(grep -n -i -E "$home_only|keda-cosmosdb-scaler|repo-only" "$page")
-		[ -z "$home_lines" ] || {
-			echo "    the docs page names what only this repository has:"
-			echo "$home_lines" | cut -c1-160 | sed 's/^/    | /'
-			echo "    FAILED: wrap such text in docs/azure-cosmosdb.md in <!-- repo-only --> ... <!-- /repo-only --> (the run goes on and fails at the end)"
-			deferred_failures+=("keda-docs.patch: $(echo "$home_lines" | wc -l) line(s) of the page name this repository's tools (docs/azure-cosmosdb.md lines $(echo "$home_lines" | cut -d: -f1 | tr '\n' ' '| sed 's/ $//'), counted on the generated page)")
-		}
-		local_links=$(grep -n -o -E '\]\([^)]+\)' "$page" | grep -v -E '\]\((#|https?://|\./\.\./|\.\./)' || true)
-		[ -z "$local_links" ] || fail "links on the page that keda-docs cannot resolve: $(echo $local_links)"
-		# Anchors: Hugo's heading ids (GitHub's rule: lower case, punctuation
-		# dropped, spaces to hyphens).
-		slugs() { sed -n 's/^#\{1,6\} \{1,\}//p' "$1" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 _-]//g; s/ /-/g'; }
-		missing=$(grep -o -E '\]\(#[^)]+\)' "$page" | sed -E 's/^\]\(#//; s/\)$//' | sort -u | grep -v -x -F -f <(slugs "$page"))
-		[ -z "$missing" ] || fail "anchors on the page with no heading: $(echo $missing)"
-		docs_git=$logdir/keda-docs
-		rm -rf "$docs_git"
-		docs_on=""
-		if [ -n "${KEDA_DOCS_DIR:-}" ]; then
-			git clone -q --shared "$KEDA_DOCS_DIR" "$docs_git" >"$logdir/docs-clone.log" 2>&1 || fail "git clone $KEDA_DOCS_DIR (log: $logdir/docs-clone.log)"
-			docs_base="kedacore/keda-docs at $(cd "$docs_git" && git log -1 --format='%h (%cs)')"
-			docs_on=$docs_base
-			# Relative links resolve against the docs version; a version that does
-			# not exist yet is checked against the newest one that does.
-			check_ver=$docs_version
-			if [ ! -d "$docs_git/content/docs/$docs_version" ]; then
-				check_ver=$(cd "$docs_git/content/docs" && ls -d [0-9]* | sort -V | tail -n 1)
-				docs_note="content/docs/$docs_version does not exist in $docs_base yet (keda-docs' CONTRIBUTING, \"Preparing a new version\": it is copied from the current version); the page's links were checked against content/docs/$check_ver."
-				echo "    $docs_note"
-			fi
-			grep -o -E '\]\(\.{1,2}/[^)]+\)' "$page" | sed -E 's/^\]\(//; s/\)$//' | sort -u | while IFS= read -r l; do
-				target=$(realpath -m "$docs_git/content/docs/$check_ver/scalers/${l%%#*}")
-				if [ ! -f "$target" ]; then
-					echo "$l"
-				elif [ "$l" != "${l%%#*}" ] && ! slugs "$target" | grep -q -x -F "${l#*#}"; then
-					echo "$l (no such heading)"
-				fi
-			done >"$logdir/docs-broken-links"
-			[ -s "$logdir/docs-broken-links" ] && fail "links on the page with no target in keda-docs: $(cat "$logdir/docs-broken-links" | tr '\n' ' ')"
-		else
-			git init -q "$docs_git" || fail "git init"
-			docs_base="nothing (KEDA_DOCS_DIR unset: the patch creates the page; links not checked)"
-		fi
-		mkdir -p "$docs_git/$(dirname "$docs_page")"
-		cp "$page" "$docs_git/$docs_page"
-		(cd "$docs_git" && git add "$docs_page" &&
-			GIT_AUTHOR_NAME=$author_name GIT_AUTHOR_EMAIL=$author_email GIT_COMMITTER_NAME=$author_name GIT_COMMITTER_EMAIL=$author_email \
-				git -c commit.gpgsign=false -c user.name="$author_name" -c user.email="$author_email" commit -q -s -F - <<EOF
-Azure Cosmos DB Scaler: the page of the scaler that replaces v2.21.0's
-
-$(sections=$(sed -n 's/^###\{0,1\} \{1,\}//p' "$page" | paste -s -d ';' | sed 's/;/; /g')
-echo "The page of the azure-cosmosdb scaler that the kedacore/keda pull requests from \"$(head -n 1 "$src/hack/pr/stack/${stack_names[0]}/commit-1.txt")\" on put in place, as the last of them leaves it.${sections:+ Its sections: $sections.}" | fold -s -w 72 | sed 's/ *$//')
-EOF
-		) >"$logdir/docs-commit.log" 2>&1 || fail "keda-docs commit (log: $logdir/docs-commit.log)"
-		if (cd "$docs_git" && git rev-parse -q --verify HEAD~1 >/dev/null); then
-			(cd "$docs_git" && git format-patch --stdout HEAD~1..HEAD) >"$patch_dir/keda-docs.patch"
-		else
-			(cd "$docs_git" && git format-patch --stdout --root HEAD) >"$patch_dir/keda-docs.patch"
-		fi
-		[ -s "$patch_dir/keda-docs.patch" ] || fail "keda-docs.patch is empty"
-		page_lines=$(wc -l <"$page")
-		echo "    $patch_dir/keda-docs.patch: $docs_page ($page_lines lines, limit $limit_docs_page), on $docs_base"
-		if [ "$page_lines" -gt "$limit_docs_page" ]; then
-			echo "    FAILED: the page is $page_lines lines, over $limit_docs_page (the run goes on and fails at the end)"
-			deferred_failures+=("keda-docs.patch: the page is $page_lines lines, limit $limit_docs_page (docs/azure-cosmosdb.md, counted on the generated page)")
-		fi
-	fi
+	step "write $patch_file (git format-patch --stdout)"
+	mkdir -p "$(dirname "$patch_file")"
+	(cd "$scratch" && git format-patch --stdout "$base..HEAD") >"$patch_file" || fail "git format-patch"
+	echo "    $patch_file ($(wc -l <"$patch_file") lines, $(grep -c '^From [0-9a-f]\{40\} ' "$patch_file") commits); apply in a KEDA $keda_version checkout with: git am $(basename "$patch_file")"
 	done_step
 
 	# --- 4. The claim, tested: git am onto a pristine release -----------------------
-	step "git am the pull requests, in order, onto a fresh git init copy of KEDA $keda_version"
+	step "git am $(basename "$patch_file") onto a fresh git init copy of KEDA $keda_version"
 	am_dir=$scratch.am
 	fresh_copy "$am_dir"
 	am_base=$(cd "$am_dir" && git rev-parse HEAD)
-	am_head=()
-	for ((k = 0; k < ${#pr_head[@]}; k++)); do
-		if [ -n "$patch_dir" ]; then am_input=("$patch_dir/${stack_names[k]}"/[0-9][0-9][0-9][0-9]-*.patch); else am_input=("$patch_file"); fi
-		(cd "$am_dir" && git -c user.name="$author_name" -c user.email="$author_email" -c commit.gpgsign=false am -q "${am_input[@]}") >"$logdir/git-am-$((k + 1)).log" 2>&1 || {
-			tail -n 30 "$logdir/git-am-$((k + 1)).log" >&2
-			fail "git am does not apply ${stack_names[k]} on the pull requests before it"
-		}
-		am_head[k]=$(cd "$am_dir" && git rev-parse HEAD)
-		[ -z "$patch_dir" ] && break
-		[ "$(cd "$am_dir" && git rev-parse 'HEAD^{tree}')" = "$(cd "$scratch" && git rev-parse "${pr_head[k]}^{tree}")" ] ||
-			fail "the tree git am makes of ${stack_names[k]} differs from the pull request's"
-	done
+	(cd "$am_dir" && git -c user.name="$author_name" -c user.email="$author_email" -c commit.gpgsign=false am -q "$patch_file") >"$logdir/git-am-1.log" 2>&1 || {
+		tail -n 30 "$logdir/git-am-1.log" >&2
+		fail "git am does not apply $patch_file on KEDA $keda_version"
+	}
 	[ "$(cd "$am_dir" && git rev-parse 'HEAD^{tree}')" = "$(cd "$scratch" && git rev-parse 'HEAD^{tree}')" ] ||
 		fail "the tree git am makes differs from the patched tree"
 	commits=$(cd "$am_dir" && git rev-list --reverse "$am_base..HEAD")
@@ -1260,49 +825,23 @@ EOF
 			fail "commit $(cd "$am_dir" && git log -1 --format='%h %s' "$c") has no Signed-off-by: $author_name <$author_email>"
 		[ "$(cd "$am_dir" && git log -1 --format='%an <%ae>|%cn <%ce>' "$c")" = "$author_name <$author_email>|$author_name <$author_email>" ] || fail "commit $c has another author or committer"
 	done
-	echo "    $(echo $commits | wc -w) commit(s) in ${#am_head[@]} pull request(s) applied, each signed off by $author_name <$author_email>; each pull request's tree equals the patched one"
+	echo "    $(wc -w <<<"$commits") commit(s) applied, each signed off by $author_name <$author_email>; the tree equals the patched one"
 	done_step
 
 	if [ "$verify" = build ]; then
-		# Each pull request's head, as KEDA would merge it: vet, build, lint,
-		# our tests and KEDA's (check_tree, what make intree runs); a commit
-		# inside a pull request (the first's scaler before its e2e suites):
-		# go vet and build.
-		scratch_tree=$scratch
-		scratch=$am_dir base=$am_base
-		for c in $commits; do
-			k=-1
-			for ((i = 0; i < ${#am_head[@]}; i++)); do [ "${am_head[i]}" = "$c" ] && k=$i; done
-			subject=$(cd "$am_dir" && git log -1 --format=%s "$c")
-			(cd "$am_dir" && git checkout -q --detach "$c") || fail "git checkout $c"
-			if [ "$k" -lt 0 ]; then
-				step "commit $(cd "$am_dir" && git rev-parse --short "$c") (inside a pull request) builds: $subject"
-				run "verify-$c.log" go vet $pkgs ./pkg/scaling
-				run "verify-build-$c.log" go build -o /dev/null ./cmd/operator
-				echo "    go vet $pkgs ./pkg/scaling; go build ./cmd/operator: ok"
-				done_step
-				continue
-			fi
-			case " ${INTREE_HEADS:-all} " in *" all "* | *" $((k + 1)) "*) ;; *)
-				echo "==> pull request $((k + 1)) (${stack_names[k]}): head not checked (INTREE_HEADS=${INTREE_HEADS:-})"
-				continue
-				;;
-			esac
-			echo "==> pull request $((k + 1)) (${stack_names[k]}), head $(cd "$am_dir" && git rev-parse --short "$c"): $subject"
-			logdir_tree=$logdir
-			logdir=$logdir_tree/pr-$((k + 1)) && mkdir -p "$logdir"
+		# The commit as KEDA would merge it: check_tree (what make intree runs)
+		# on the tree git am made; it is pull request 1 for INTREE_HEADS.
+		case " ${INTREE_HEADS:-all} " in
+		*" all "* | *" 1 "*)
+			echo "==> pull request 1 (in-tree), head $(cd "$am_dir" && git rev-parse --short HEAD): $(cd "$am_dir" && git log -1 --format=%s HEAD)"
+			scratch_tree=$scratch base_tree=$base logdir_tree=$logdir
+			scratch=$am_dir base=$am_base logdir=$logdir_tree/pr-1
+			mkdir -p "$logdir"
 			check_tree
-			echo "pull request $((k + 1)): $passed unit tests passed" >"$logdir_tree/checked-$((k + 1))"
-			logdir=$logdir_tree
-		done
-		scratch=$scratch_tree base=$(cd "$scratch" && git rev-list --max-parents=0 HEAD)
-	fi
-
-	if [ -n "$patch_dir" ]; then
-		step "PULL_REQUEST.md of each pull request, ISSUE.md, the private advisory"
-		frag=$logdir/pr
-		write_texts
-		done_step
+			scratch=$scratch_tree base=$base_tree logdir=$logdir_tree
+			;;
+		*) echo "==> pull request 1 (in-tree): head not checked (INTREE_HEADS=${INTREE_HEADS:-})" ;;
+		esac
 	fi
 fi
 
@@ -1312,6 +851,6 @@ if [ "${#deferred_failures[@]}" -gt 0 ]; then
 	printf '    %s\n' "${deferred_failures[@]}" >&2
 	fail "${#deferred_failures[@]} check(s) failed"
 fi
-echo "in-tree $mode: OK in $(($(date +%s) - script_start))s (scratch tree: $scratch, logs: $logdir${patch_dir:+, pull request: $patch_dir})"
+echo "in-tree $mode: OK in $(($(date +%s) - script_start))s (scratch tree: $scratch, logs: $logdir)"
 exit 0
 }
