@@ -46,7 +46,7 @@ bench-instructions: ## Instructions per operation under valgrind, steady where t
 external-kedaclient: ## The external scaler driven by KEDA v2.21.0's own clients (own module)
 	cd cmd/cosmosdb-external-scaler/kedaclient && $(GO) test -count=1 .
 
-intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA's pinned golangci-lint with its .golangci.yml (installed once), our and KEDA's tests of the packages, vet of the e2e suites (slow cold: compiles all of KEDA)
+intree: ## KEDA v2.21.0 with this scaler in-tree: build operator + adapter, KEDA's pinned golangci-lint with its .golangci.yml (installed once), our and KEDA's tests of the packages, vet of the e2e suites; then hack/pr/spec-behaviours on the stack's head, built, linted and tested (slow cold: compiles all of KEDA)
 	hack/intree.sh
 
 PATCH_DIR ?= /tmp/keda-pr

@@ -6,8 +6,11 @@
 #   hack/intree.sh          copy, replace; go vet; build operator + adapter; KEDA's
 #                           pinned golangci-lint with KEDA's .golangci.yml on the
 #                           packages we touch; our unit tests; all of KEDA's tests of
-#                           those packages beside ours; go vet -tags e2e of the suites
-#                           (make intree)
+#                           those packages beside ours; go vet -tags e2e of the suites;
+#                           then hack/pr/spec-behaviours, the specification's diff, on
+#                           the stack's head in another copy (INTREE_DIR.spec): build,
+#                           vet, golangci-lint and the scaler's tests; INTREE_SPEC=0
+#                           leaves it out (make intree)
 #   hack/intree.sh patch    with PATCH_DIR (make intree-patch): the contribution, the
 #                           stack of small edits of KEDA's own scaler that
 #                           hack/pr/stack.sh applies to a fresh copy of KEDA
@@ -761,8 +764,32 @@ check_tree() {
 
 }
 
+# check_spec: the specification's diff (hack/pr/spec-behaviours) on the
+# stack's head: the stack's change.patch files and then that one git-applied
+# to another fresh copy of KEDA (INTREE_DIR.spec), which then builds, vets,
+# lints and passes the scaler's tests (what hack/pr/stack.sh verify checks at
+# each head).
+check_spec() {
+	local dir=$scratch.spec pr
+	step "hack/pr/spec-behaviours on the stack's head, in $dir"
+	fresh_copy "$dir"
+	for pr in $(grep -v '^#' "$src/hack/pr/stack/series" | awk 'NF { print $1 }') ../spec-behaviours; do
+		(cd "$dir" && git apply "$src/hack/pr/stack/$pr/change.patch") >"$logdir/spec-apply.log" 2>&1 ||
+			fail "$pr's change.patch does not apply on the one before it (log: $logdir/spec-apply.log)"
+	done
+	(cd "$dir" && go build ./pkg/scalers/ && go vet ./pkg/scalers/ &&
+		"$lint" run --allow-serial-runners --timeout 20m ./pkg/scalers/ &&
+		go test -count=1 -run 'CosmosDB|TestExtractLSNFromSessionToken|TestExtractItemLSN' ./pkg/scalers/) >"$logdir/spec.log" 2>&1 || {
+		tail -n 40 "$logdir/spec.log" >&2
+		fail "the stack's head with hack/pr/spec-behaviours does not build, vet, lint or pass the scaler's tests (log: $logdir/spec.log)"
+	}
+	echo "    built, vetted, linted (0 findings) and the scaler's tests passed: $(grep -E '^ok' "$logdir/spec.log" | tail -n 1)"
+	done_step
+}
+
 if [ "$mode" = check ]; then
 	check_tree
+	[ "${INTREE_SPEC:-1}" = 0 ] || check_spec
 	if [ "${#deferred_failures[@]}" -gt 0 ]; then
 		step_name="(earlier steps)"
 		printf '    %s\n' "${deferred_failures[@]}" >&2
