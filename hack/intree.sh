@@ -56,7 +56,7 @@
 # the run.
 #
 # The stack: KEDA takes one pull request at a time, each an edit of its own
-# scaler (the last, of its two e2e suites of the trigger); hack/pr/stack.sh and
+# scaler (08-e2e-suites: of its two e2e suites of the trigger); hack/pr/stack.sh and
 # hack/pr/stack/series say how it is kept. Its rules live there and in
 # tests/repo, not here: hack/pr/stack.sh verify holds every pull request, the
 # first included, to at most 300 added production lines (non-test Go);
