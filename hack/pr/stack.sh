@@ -26,9 +26,11 @@
 #                                   function of v2.21.0's two suite files still defined,
 #                                   and golangci-lint of them (--build-tags e2e) where
 #                                   the pull request changes them
-#   hack/pr/stack.sh save DIR       write each commit of DIR after the base back to
-#                                   its pull request's change.patch (edit the stack in
-#                                   DIR with git rebase -i, then save)
+#   hack/pr/stack.sh save DIR       write each commit of DIR after the base (HEAD's
+#                                   history, in order: the series, then spec-behaviours)
+#                                   back to its change.patch, and tag it with its name
+#                                   again (edit the stack in DIR with git rebase -i, then
+#                                   save; a rebase moves commits, not tags)
 #   hack/pr/stack.sh write DIR OUT  OUT/NN-name/: the pull request's git format-patch
 #                                   and PULL_REQUEST.md; OUT/ISSUE.md
 #
@@ -196,9 +198,15 @@ verify)
 save)
 	dir=${2:?usage: hack/pr/stack.sh save DIR}
 	cd "$dir"
+	# The commits after base, in order, are the heads in order (a rebase
+	# moves them but not their tags): each is tagged again, then saved.
+	mapfile -t names < <(heads)
+	mapfile -t commits < <(git rev-list --reverse base..HEAD)
+	[ "${#commits[@]}" = "${#names[@]}" ] || fail "$dir has ${#commits[@]} commits after base, the series and $spec ${#names[@]}"
 	prev=base
-	for pr in $(heads); do
-		git rev-parse -q --verify "$pr" >/dev/null || fail "$dir has no tag $pr"
+	for i in "${!names[@]}"; do
+		pr=${names[i]}
+		git tag -f "$pr" "${commits[i]}" >/dev/null
 		git diff --no-color --no-ext-diff "$prev" "$pr" >"$(pr_dir "$pr")/change.patch"
 		prev=$pr
 	done
