@@ -765,25 +765,17 @@ check_tree() {
 }
 
 # check_spec: the specification's diff (hack/pr/spec-behaviours) on the
-# stack's head: the stack's change.patch files and then that one git-applied
-# to another fresh copy of KEDA (INTREE_DIR.spec), which then builds, vets,
-# lints and passes the scaler's tests (what hack/pr/stack.sh verify checks at
-# each head).
+# stack's head: hack/pr/stack.sh applies the stack and it to another fresh
+# copy of KEDA (INTREE_DIR.spec) and verifies that head as it verifies each
+# pull request's.
 check_spec() {
-	local dir=$scratch.spec pr
-	step "hack/pr/spec-behaviours on the stack's head, in $dir"
-	fresh_copy "$dir"
-	for pr in $(grep -v '^#' "$src/hack/pr/stack/series" | awk 'NF { print $1 }') ../spec-behaviours; do
-		(cd "$dir" && git apply "$src/hack/pr/stack/$pr/change.patch") >"$logdir/spec-apply.log" 2>&1 ||
-			fail "$pr's change.patch does not apply on the one before it (log: $logdir/spec-apply.log)"
-	done
-	(cd "$dir" && go build ./pkg/scalers/ && go vet ./pkg/scalers/ &&
-		"$lint" run --allow-serial-runners --timeout 20m ./pkg/scalers/ &&
-		go test -count=1 -run 'CosmosDB|TestExtractLSNFromSessionToken|TestExtractItemLSN' ./pkg/scalers/) >"$logdir/spec.log" 2>&1 || {
+	step "hack/pr/spec-behaviours on the stack's head, in $scratch.spec"
+	(STACK_CHECK_ONLY=1 "$src/hack/pr/stack.sh" apply "$scratch.spec" &&
+		STACK_HEADS=spec-behaviours STACK_BUILD=./pkg/scalers/... INTREE_LINT=$lint "$src/hack/pr/stack.sh" verify "$scratch.spec") >"$logdir/spec.log" 2>&1 || {
 		tail -n 40 "$logdir/spec.log" >&2
-		fail "the stack's head with hack/pr/spec-behaviours does not build, vet, lint or pass the scaler's tests (log: $logdir/spec.log)"
+		fail "the stack's head with hack/pr/spec-behaviours fails hack/pr/stack.sh verify (log: $logdir/spec.log)"
 	}
-	echo "    built, vetted, linted (0 findings) and the scaler's tests passed: $(grep -E '^ok' "$logdir/spec.log" | tail -n 1)"
+	echo "    verified (build, vet, golangci-lint, the scaler's tests): $(grep -E '^ok' "$logdir/spec.log" | tail -n 1)"
 	done_step
 }
 

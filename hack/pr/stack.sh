@@ -53,7 +53,10 @@
 #   AUTHOR          "Name <email>": author, committer and Signed-off-by of every
 #                   commit (apply); default git config user.name/user.email
 #   KEDA_VERSION    the release the stack starts from (default v2.21.0)
-#   STACK_HEADS     verify only these pull requests ("1 3"; default all)
+#   STACK_HEADS     verify only these heads, by number or name ("1 3",
+#                   "spec-behaviours"; default all)
+#   STACK_CHECK_ONLY 1: apply commits as a fixed local identity instead of
+#                   AUTHOR's (a copy that is checked, never written: make intree)
 #   STACK_LINT      0: verify without golangci-lint (run it apart, on each head)
 #   STACK_BUILD     the packages go build builds at each head (default
 #                   ./pkg/scalers/... ./cmd/...)
@@ -84,7 +87,14 @@ pr_dir() { if [ "$1" = "$spec" ]; then echo "$spec_dir"; else echo "$stack/$1"; 
 
 # author: the series' person, checked as make intree-patch checks it
 # (hack/intree.sh author refuses placeholders).
-author() { INTREE_AUTHOR=${AUTHOR:-} "$src/hack/intree.sh" author; }
+# STACK_CHECK_ONLY=1 (make intree's copy, never written): a fixed local identity.
+author() {
+	if [ "${STACK_CHECK_ONLY:-0}" = 1 ]; then
+		echo "stack check <stack-check@keda.invalid>"
+		return
+	fi
+	INTREE_AUTHOR=${AUTHOR:-} "$src/hack/intree.sh" author
+}
 
 # func_body NAME: the text of top-level function NAME in the Go source on stdin.
 func_body() { awk -v name="$1" '$0 ~ "^func " name "\\(" { on = 1 } on { print } on && /^}/ { exit }'; }
@@ -142,7 +152,7 @@ verify)
 	bad=0
 	for pr in $(heads); do
 		n=$((n + 1))
-		if [ -n "${STACK_HEADS:-}" ] && ! [[ " $STACK_HEADS " == *" $n "* ]]; then
+		if [ -n "${STACK_HEADS:-}" ] && ! [[ " $STACK_HEADS " == *" $n "* || " $STACK_HEADS " == *" $pr "* ]]; then
 			continue
 		fi
 		step "$pr"
