@@ -1295,17 +1295,20 @@ func (a *testCosmosDBThrottle) counts() (admitted, throttled int) {
 }
 
 func TestCosmosDBThrottledReadWaitsAsAsked(t *testing.T) {
-	// The account answers one read 429 asking for 300 ms: that read is sent
+	// The account answers one read 429 asking for a wait: that read is sent
 	// again no sooner, and its poll succeeds; the poll's other reads, and
 	// another scaler's poll, are not held by it (the wait is the request's,
 	// as azcore honours it, not the account's).
 	const host = "throttled-wait.documents.azure.com"
+	// The wait: long enough for the other scaler's poll to read its leases on
+	// a loaded machine (300 ms was not, once in CI), within azcore's 2 s cap.
+	const wait = 1500 * time.Millisecond
 	service := &testCosmosDBTransport{service: testCosmosDBLeaseService(t, 4, host)}
 	var (
 		mu        sync.Mutex
 		throttled time.Time
 		retried   time.Time
-		others    int // reads answered within the 300 ms
+		others    int // reads answered within the wait
 	)
 	transport := testCosmosDBRoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		mu.Lock()
@@ -1315,11 +1318,11 @@ func TestCosmosDBThrottledReadWaitsAsAsked(t *testing.T) {
 			case token == "0" && throttled.IsZero():
 				throttled = time.Now()
 				return &http.Response{StatusCode: http.StatusTooManyRequests, Request: req,
-					Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {"300"}, "X-Ms-Substatus": {"3200"}},
+					Header: http.Header{"Content-Type": {"application/json"}, "X-Ms-Retry-After-Ms": {fmt.Sprint(wait.Milliseconds())}, "X-Ms-Substatus": {"3200"}},
 					Body:   io.NopCloser(strings.NewReader(`{"code":"429","message":"Request rate is large."}`))}, nil
 			case token == "0":
 				retried = time.Now()
-			case !throttled.IsZero() && time.Since(throttled) < 300*time.Millisecond:
+			case !throttled.IsZero() && time.Since(throttled) < wait:
 				others++
 			}
 		}
@@ -1333,7 +1336,7 @@ func TestCosmosDBThrottledReadWaitsAsAsked(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.False(t, retried.IsZero(), "the throttled read is sent again")
-	assert.GreaterOrEqual(t, retried.Sub(throttled), 300*time.Millisecond)
+	assert.GreaterOrEqual(t, retried.Sub(throttled), wait)
 	assert.GreaterOrEqual(t, others, 4, "the other scaler's reads went on during the wait")
 }
 
